@@ -1,0 +1,21 @@
+"""cute-lowering: MLIR passes that rewrite float conversions before CuTeDSL's pipeline.
+
+    from lowering import run_pipeline
+    result = run_pipeline(module, "builtin.module(fptosi-to-ptx,bitcast-to-ptx)")
+    result.counts("fptosi-to-ptx")  # {'rewritten': 3, 'left': 0, 'folded': 1}
+"""
+
+from lowering.diagnostics import Diagnostic, LoweringError, SourceBuffer
+from lowering.pipeline import Pipeline, PipelineResult, run_pipeline
+from lowering.registry import get_pass, list_passes
+
+__all__ = [
+    "Diagnostic",
+    "LoweringError",
+    "Pipeline",
+    "PipelineResult",
+    "SourceBuffer",
+    "get_pass",
+    "list_passes",
+    "run_pipeline",
+]

@@ -1,0 +1,80 @@
+"""Trace CuTeDSL functions to IR and compile IR through CuTeDSL's own pipeline string.
+
+`trace_ir` stops a `cute.compile` right after tracing (through CuTeDSL's official
+trace-finalize hook) and returns the module's text, so a kernel can be examined or
+rewritten without the compile that would fail. `compile_ir` then runs the same
+pipeline string `cute.compile` uses, down to PTX and cubin, for any target, with no
+GPU needed; ptxas and libNVVM errors come back as `CompileFailure` with their text.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any
+
+from lowering.diagnostics import SourceBuffer, from_mlir_error
+from lowering.mlir import ir, new_context, parse_module, passmanager
+
+
+def pipeline_string(arch: str, opt_level: int = 3, ptx_prefix: str | None = None) -> str:
+    """CuTeDSL 4.8.1's `cute.compile` pipeline (cutlass_dsl/cutlass.py `_get_pipeline`
+    plus `preprocess_pipeline`), with an optional PTX dump."""
+    dump = f" dump-ptx-path={ptx_prefix}" if ptx_prefix else ""
+    return (
+        "builtin.module(cute-to-nvvm{check-inline-asm=false cubin-format=bin "
+        f"opt-level={opt_level} enable-pyir=false rdc=false enable-assertions=false "
+        f"preserve-line-info=false cubin-chip={arch}{dump} "
+        "enable-cuda-dialect=true cuda-dialect-external-module=true})"
+    )
+
+
+class CompileFailure(Exception):
+    """CuTeDSL's pipeline rejected the IR; `str()` is the compiler's own text."""
+
+
+class _Traced(Exception):
+    def __init__(self, text: str):
+        self.text = text
+
+
+def trace_ir(jit_function: Any, *args: Any, **kwargs: Any) -> str:
+    """The IR CuTeDSL traces for `jit_function(*args)`, before any of its passes."""
+    import cutlass.cute as cute
+
+    def capture(_owner, module, _name):
+        raise _Traced(str(module))
+
+    try:
+        cute.compile(jit_function, *args, trace_finalize_hooks=capture, **kwargs)
+    except _Traced as traced:
+        return traced.text
+    except Exception as e:  # CuTeDSL may wrap what a hook raises
+        cause = e
+        while cause is not None:
+            if isinstance(cause, _Traced):
+                return cause.text
+            cause = cause.__cause__ or cause.__context__
+        raise
+    raise RuntimeError("CuTeDSL finished compiling without calling the trace-finalize hook")
+
+
+def compile_ir(text: str, arch: str, opt_level: int = 3) -> str:
+    """Compile IR text for `arch` through CuTeDSL's pipeline; returns the PTX."""
+    with tempfile.TemporaryDirectory() as tmp, new_context() as context:
+        source = SourceBuffer("<compiled>", text)
+        try:
+            module = parse_module(text, context)
+        except ir.MLIRError as e:
+            raise CompileFailure(str(from_mlir_error(e, source))) from None
+        prefix = os.path.join(tmp, "kernel")
+        pm = passmanager.PassManager.parse(pipeline_string(arch, opt_level, prefix))
+        try:
+            pm.run(module.operation)
+        except ir.MLIRError as e:
+            raise CompileFailure(str(e)) from None
+        ptx_files = [f for f in os.listdir(tmp) if f.endswith(".ptx")]
+        if not ptx_files:
+            raise CompileFailure("the pipeline wrote no PTX")
+        with open(os.path.join(tmp, ptx_files[0]), encoding="utf-8") as f:
+            return f.read()

@@ -1,0 +1,145 @@
+"""`lowering-opt`: an mlir-opt for CuTeDSL IR with our passes registered.
+
+    lowering-opt kernel.mlir --pass-pipeline='builtin.module(fptosi-to-ptx{rounding=auto})'
+
+Reads a file or `-`, runs the pipeline, prints the IR. Errors (malformed IR, unknown
+pass or option, a failing verifier) print as `file:line:col: error: ...` and exit 1;
+remarks from passes go to stderr and do not change the exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+from lowering.diagnostics import Diagnostic, LoweringError, SourceBuffer, from_mlir_error
+from lowering.pipeline import PIPELINE_BUFFER, Pipeline, PipelineResult
+
+SPLIT_MARKER = re.compile(r"^// -----", re.MULTILINE)
+
+
+def split_input(text: str, name: str, split: bool) -> list[SourceBuffer]:
+    """The chunks between `// -----` lines, each knowing its first line in the file."""
+    if not split:
+        return [SourceBuffer(name, text)]
+    chunks, start, line = [], 0, 1
+    for marker in SPLIT_MARKER.finditer(text):
+        chunks.append(SourceBuffer(name, text[start : marker.start()], line))
+        line += text.count("\n", start, marker.start())
+        end = text.find("\n", marker.end())
+        start = len(text) if end < 0 else end + 1
+        line += 1
+    chunks.append(SourceBuffer(name, text[start:], line))
+    return chunks
+
+
+def print_statistics(results: list[PipelineResult], out) -> None:
+    """Per-pass counts summed over all chunks, in mlir-opt's report layout."""
+    rule = "===" + "-" * 73 + "==="
+    print(rule, file=out)
+    print("                         ... Pass statistics report ...", file=out)
+    print(rule, file=out)
+    order: list[str] = []
+    totals: dict[str, dict[str, int]] = {}
+    descriptions: dict[str, dict[str, str]] = {}
+    for result in results:
+        for report in result.passes:
+            if report.name not in totals:
+                order.append(report.name)
+                totals[report.name] = {}
+                descriptions[report.name] = report.descriptions
+            for key, n in report.counts.items():
+                totals[report.name][key] = totals[report.name].get(key, 0) + n
+    for name in order:
+        print(f"'{name}'", file=out)
+        for key, description in descriptions[name].items():
+            print(f"  (S) {totals[name].get(key, 0)} {key} - {description}", file=out)
+
+
+def list_passes(out) -> None:
+    from lowering.registry import list_passes as registered
+
+    for info in registered():
+        print(f"{info.name}: {info.summary}", file=out)
+        for option in info.options:
+            print(f"    {option.describe()}", file=out)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="lowering-opt", description=__doc__.split("\n\n")[0])
+    p.add_argument("input", nargs="?", default="-", help="input IR file, or - for standard input")
+    p.add_argument("-p", "--pass-pipeline", default="", help="textual pipeline, e.g. builtin.module(fptosi-to-ptx)")
+    p.add_argument("-o", dest="output", default="-", help="output file (default: standard output)")
+    p.add_argument("--split-input-file", action="store_true", help="process each '// -----' chunk on its own")
+    p.add_argument("--list-passes", action="store_true", help="list our passes and their options, then exit")
+    p.add_argument("--statistics", action="store_true", help="print per-pass statistics to stderr")
+    p.add_argument("--print-ir-after-all", action="store_true", help="print the IR after each pass to stderr")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.list_passes:
+        list_passes(sys.stdout)
+        return 0
+
+    pipeline_source = SourceBuffer(PIPELINE_BUFFER, args.pass_pipeline)
+    try:
+        pipeline = Pipeline(args.pass_pipeline) if args.pass_pipeline.strip() else None
+    except LoweringError as e:
+        _report(e.diagnostics, pipeline_source)
+        return 1
+
+    name = "<stdin>" if args.input == "-" else args.input
+    try:
+        text = sys.stdin.read() if args.input == "-" else open(args.input, encoding="utf-8").read()
+    except OSError as e:
+        _report([Diagnostic("error", f"cannot read '{name}': {e.strerror}")], None)
+        return 1
+
+    from lowering.mlir import ir, new_context, parse_module
+
+    outputs, results, failed = [], [], False
+    for chunk in split_input(text, name, args.split_input_file):
+        with new_context() as context:
+            try:
+                module = parse_module(chunk.text, context)
+            except ir.MLIRError as e:
+                _report(from_mlir_error(e, chunk).diagnostics, chunk)
+                failed = True
+                continue
+            if pipeline is not None:
+                try:
+                    result = pipeline.run(module, chunk, print_ir_after_all=args.print_ir_after_all)
+                except LoweringError as e:
+                    _report(e.diagnostics, chunk)
+                    failed = True
+                    continue
+                _report(result.diagnostics, chunk)
+                results.append(result)
+            outputs.append(str(module))
+
+    if args.statistics:
+        print_statistics(results, sys.stderr)
+    rendered = "// -----\n".join(outputs)
+    if args.output == "-":
+        sys.stdout.write(rendered)
+    else:
+        try:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(rendered)
+        except OSError as e:
+            _report([Diagnostic("error", f"cannot write '{args.output}': {e.strerror}")], None)
+            return 1
+    return 1 if failed else 0
+
+
+def _report(diagnostics: list[Diagnostic], source: SourceBuffer | None) -> None:
+    for d in diagnostics:
+        print(d.format(source), file=sys.stderr)
+    sys.stderr.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,8 @@
+"""Every pass, one module each; importing this package registers them all."""
+
+from lowering.passes import (  # noqa: F401
+    bitcast_to_ptx,
+    fptosi_to_ptx,
+    inline_asm_to_ptx,
+    ptx_float_operands,
+)

@@ -1,0 +1,85 @@
+"""Build one inline PTX instruction in either form, so passes say *what*, never *how*.
+
+Passes write PTX with `nvvm.inline_ptx` placeholders: `{$w0}` for the result and
+`{$r0}`, `{$r1}`, ... for the operands. `emit` picks the op:
+
+- `ptx`: `nvvm.inline_ptx`. CuTeDSL models it as side-effecting, so nothing CSEs,
+  hoists or deletes it. Its 4.8.1 lowering gives any operand defined by a constant
+  the immediate constraint `n`, which libNVVM rejects for floats (NVIDIA/cutlass#3594):
+  we therefore move float constants into a register first (`in_register`).
+- `asm`: `llvm.inline_asm` with explicit register constraints and no side effects:
+  pure, so LLVM may CSE, hoist and delete it like any arithmetic.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lowering.mlir import defining_op, ir, llvm, nvvm
+from lowering.registry import Option, choice
+
+EMIT_FORMS = ("ptx", "asm")
+
+
+def emit_option(default: str) -> Option:
+    return choice(
+        "emit",
+        EMIT_FORMS,
+        default,
+        "ptx: nvvm.inline_ptx (side-effecting); asm: llvm.inline_asm with constraints, pure",
+    )
+
+
+def register_letter(t: ir.Type) -> str | None:
+    """The NVPTX inline-asm constraint letter for a scalar type, or None if it has none."""
+    if ir.F32Type.isinstance(t):
+        return "f"
+    if ir.F64Type.isinstance(t):
+        return "d"
+    if ir.F16Type.isinstance(t) or ir.BF16Type.isinstance(t):
+        return "h"
+    if ir.IntegerType.isinstance(t):
+        return {16: "h", 32: "r", 64: "l"}.get(ir.IntegerType(t).width)
+    if llvm.PointerType.isinstance(t):
+        return "l"
+    return None
+
+
+_MOVE = {"f": "mov.b32 $0, $1;", "h": "mov.b16 $0, $1;", "d": "mov.b64 $0, $1;"}
+_CONSTANT_OPS = ("arith.constant", "llvm.mlir.constant")
+
+
+def is_float_constant(value: ir.Value) -> bool:
+    op = defining_op(value)
+    return op is not None and op.name in _CONSTANT_OPS and register_letter(value.type) in _MOVE
+
+
+def in_register(value: ir.Value) -> ir.Value:
+    """A copy of a float value that no lowering can see as a constant.
+
+    A pure `llvm.inline_asm` mov: LLVM keeps the constant in a register for it, as
+    CuTeDSL 4.8.1's own `cute.arch.inline_ptx` does for Float32 operands.
+    """
+    letter = register_letter(value.type)
+    return llvm.inline_asm(value.type, [value], _MOVE[letter], f"={letter},{letter}", has_side_effects=False)
+
+
+_PLACEHOLDER = re.compile(r"\{\$(w|r)(\d+)\}")
+
+
+def instruction(emit: str, ptx: str, result_type: ir.Type, operands: list[ir.Value]) -> ir.Value:
+    """One PTX instruction with a single result, at the current insertion point."""
+    if emit == "ptx":
+        operands = [in_register(v) if is_float_constant(v) else v for v in operands]
+        return nvvm.inline_ptx([result_type], operands, [], ptx)
+
+    def positional(m: re.Match) -> str:
+        role, index = m.group(1), int(m.group(2))
+        return f"${index if role == 'w' else index + 1}"
+
+    asm = _PLACEHOLDER.sub(positional, ptx)
+    letters = [register_letter(result_type)] + [register_letter(v.type) for v in operands]
+    if None in letters:
+        raise ValueError(f"no register class for a type in: {ptx}")
+    constraints = ",".join(["=" + letters[0]] + letters[1:])
+    return llvm.inline_asm(result_type, operands, asm, constraints, has_side_effects=False)

@@ -1,0 +1,74 @@
+"""The base of every pass here: match ops by name, rewrite them or leave them with a reason.
+
+A pass subclasses `RewritePass`, names the ops it looks at in `roots`, and writes two
+methods: `match(op)` decides, before any IR is built, whether the op can be rewritten
+(raising `Leave("why")` if not), and `rewrite(op, match)` builds the replacement at
+the op's position and returns the values that replace its results (or None when it
+changed the op in place). CuTeDSL's C++ walk driver finds the ops, so Python runs
+only for candidates. Counts go into `self.counts`; every op left gets a remark.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from lowering.diagnostics import DiagnosticSink
+from lowering.mlir import ir, rewrite
+
+
+class Leave(Exception):
+    """Raised by `match` to leave an op untouched; the message says why."""
+
+
+class RewritePass:
+    pass_name = "?"  # set by @register_pass
+    roots: tuple[str, ...] = ()
+    # statistic name -> what it counts; passes may add their own
+    statistics: dict[str, str] = {
+        "rewritten": "ops rewritten",
+        "left": "ops left as they were (each has a remark)",
+    }
+
+    def __init__(self, options: dict[str, Any], sink: DiagnosticSink):
+        self.options = options
+        self.sink = sink
+        self.counts: Counter[str] = Counter({name: 0 for name in self.statistics})
+        self._maybe_dead: list[ir.OpView] = []
+
+    # -- to write in each pass -------------------------------------------------
+    def match(self, op: ir.OpView) -> Any:
+        raise NotImplementedError
+
+    def rewrite(self, op: ir.OpView, match: Any) -> list[ir.Value] | None:
+        raise NotImplementedError
+
+    def erase_if_unused(self, op: ir.OpView) -> None:
+        """Erase the pure `op` after the current rewrite if nothing uses it any more."""
+        self._maybe_dead.append(op)
+
+    # -- machinery ---------------------------------------------------------------
+    def run(self, root: ir.Operation) -> None:
+        patterns = rewrite.RewritePatternSet()
+        for name in self.roots:
+            patterns.add(name, self._apply)
+        rewrite.walk_and_apply_patterns(root, patterns.freeze())
+
+    def _apply(self, op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+        """Pattern callback: returns False when it rewrote `op` (MLIR's convention)."""
+        try:
+            found = self.match(op)
+        except Leave as why:
+            self.counts["left"] += 1
+            self.sink.remark(f"{self.pass_name}: left '{op.name}' as it is: {why}", op.location)
+            return True
+        with rewriter.ip, op.location:
+            replacement = self.rewrite(op, found)
+        if replacement is not None:
+            rewriter.replace_op(op, replacement)
+        while self._maybe_dead:
+            candidate = self._maybe_dead.pop()
+            if all(not list(result.uses) for result in candidate.results):
+                rewriter.erase_op(candidate)
+        self.counts["rewritten"] += 1
+        return False
