@@ -120,11 +120,10 @@ def main(argv: list[str] | None = None) -> int:
                 results.append(result)
             outputs.append(str(module))
 
-    if args.statistics:
-        print_statistics(results, sys.stderr)
     rendered = "// -----\n".join(outputs)
     if args.output == "-":
         sys.stdout.write(rendered)
+        sys.stdout.flush()
     else:
         try:
             with open(args.output, "w", encoding="utf-8") as f:
@@ -132,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as e:
             _report([Diagnostic("error", f"cannot write '{args.output}': {e.strerror}")], None)
             return 1
+    if args.statistics:
+        print_statistics(results, sys.stderr)
     return 1 if failed else 0
 
 

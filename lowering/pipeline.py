@@ -251,27 +251,40 @@ class Pipeline:
         with module.context:
             pm = passmanager.PassManager("builtin.module")
             pm.enable_verifier(True)
-            if print_ir_after_all:
-                pm.enable_ir_printing(print_after_all=True)
             for step in self.steps:
-                if step.info is None:
-                    self._add_mlir_element(pm, step.element)
-                    continue
-                instance = step.info.cls(step.options, sink)
-                report = PassReport(step.info.name, instance.counts, dict(instance.statistics))
-                result.passes.append(report)
-                pm.add(
-                    _as_mlir_pass(instance, report, internal_errors, source),
-                    name=step.info.cls.__name__,
-                    argument=step.info.name,
-                    description=step.info.summary,
-                )
+                self._add_step(pm, step, sink, result, internal_errors, source)
+                if print_ir_after_all:
+                    # The bundled bindings are built without MLIR's IR printer: print ourselves.
+                    pm.add(_ir_printer(step.element.text), name="PrintIR", argument="print-ir")
             try:
                 pm.run(module.operation)
             except ir.MLIRError as e:
                 error = from_mlir_error(e, source)
                 raise LoweringError(internal_errors + error.diagnostics) from None
         return result
+
+    def _add_step(self, pm, step: _Step, sink, result, internal_errors, source) -> None:
+        if step.info is None:
+            self._add_mlir_element(pm, step.element)
+            return
+        instance = step.info.cls(step.options, sink)
+        report = PassReport(step.info.name, instance.counts, dict(instance.statistics))
+        result.passes.append(report)
+        pm.add(
+            _as_mlir_pass(instance, report, internal_errors, source),
+            name=step.info.cls.__name__,
+            argument=step.info.name,
+            description=step.info.summary,
+        )
+
+
+def _ir_printer(label: str):
+    def print_ir(op, _pass):
+        import sys
+
+        print(f"// -----// IR Dump After {label} //----- //\n{op}", file=sys.stderr, flush=True)
+
+    return print_ir
 
 
 def _as_mlir_pass(instance, report: PassReport, internal_errors: list[Diagnostic], source: SourceBuffer):
