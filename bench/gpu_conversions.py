@@ -600,8 +600,7 @@ def main(argv=None) -> int:
     ap.add_argument("--dry-run", action="store_true", help="no GPU: compile part b's kernels for sm_90a only")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    workdir = args.out / "cubins"
-    workdir.mkdir(exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix="cubins_"))  # cubins stay out of --out
     parts = set(args.parts.split(","))
 
     def log(msg):

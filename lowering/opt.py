@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 _report(result.diagnostics, chunk)
                 results.append(result)
-            outputs.append(str(module))
+            outputs.append(str(module).rstrip("\n") + "\n")
 
     rendered = "// -----\n".join(outputs)
     if args.output == "-":

@@ -25,6 +25,7 @@ from lowering.diagnostics import (
 )
 from lowering.mlir import ir, passmanager
 from lowering.registry import OptionError, PassInfo, get_pass
+from lowering.rewriting import PassCrash
 
 PIPELINE_BUFFER = "<pass-pipeline>"
 
@@ -295,9 +296,9 @@ def _as_mlir_pass(instance, report: PassReport, internal_errors: list[Diagnostic
         try:
             instance.run(op)
         except Exception as e:  # a bug in a pass: report it located, fail the pass, no traceback
-            internal_errors.append(
-                Diagnostic("error", f"internal error in pass '{report.name}': {type(e).__name__}: {e}")
-            )
+            where = source.locate(e.location) if isinstance(e, PassCrash) else None
+            text = str(e) if isinstance(e, PassCrash) else f"{type(e).__name__}: {e}"
+            internal_errors.append(Diagnostic("error", f"internal error in pass '{report.name}': {text}", where))
             pass_.signal_pass_failure()
         finally:
             report.seconds += time.perf_counter() - start

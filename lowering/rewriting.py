@@ -21,6 +21,14 @@ class Leave(Exception):
     """Raised by `match` to leave an op untouched; the message says why."""
 
 
+class PassCrash(Exception):
+    """A Python error raised while a pass handled the op at `location`."""
+
+    def __init__(self, error: BaseException, location: ir.Location):
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.location = location
+
+
 class RewritePass:
     pass_name = "?"  # set by @register_pass
     roots: tuple[str, ...] = ()
@@ -51,8 +59,22 @@ class RewritePass:
     def run(self, root: ir.Operation) -> None:
         patterns = rewrite.RewritePatternSet()
         for name in self.roots:
-            patterns.add(name, self._apply)
+            patterns.add(name, self._guarded)
+        self._error: BaseException | None = None
         rewrite.walk_and_apply_patterns(root, patterns.freeze())
+        if self._error is not None:
+            raise self._error
+
+    def _guarded(self, op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+        # A Python exception must not unwind through the C++ pattern driver (it aborts
+        # the process): keep the first one, stop rewriting, re-raise after the walk.
+        if self._error is not None:
+            return True
+        try:
+            return self._apply(op, rewriter)
+        except Exception as e:  # noqa: BLE001
+            self._error = PassCrash(e, op.location)
+            return True
 
     def _apply(self, op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
         """Pattern callback: returns False when it rewrote `op` (MLIR's convention)."""

@@ -80,12 +80,40 @@ def _inline_asm_cvt(src: cute.Tensor, dst: cute.Tensor):
 
 
 @cute.kernel
+def _inline_asm_two_outputs(src: cute.Tensor, dst: cute.Tensor):
+    i = _index()
+    i32 = ir.IntegerType.get_signless(32)
+    pair = llvm.inline_asm(
+        llvm.StructType.get_literal([i32, i32]), [src[i].ir_value()], "mov.b64 {$0, $1}, $2;", "=r,=r,l"
+    )
+    low = llvm.extractvalue(i32, pair, [0])
+    high = llvm.extractvalue(i32, pair, [1])
+    dst[i] = cutlass.Int32(low) ^ cutlass.Int32(high)
+
+
+@cute.kernel
 def _inline_ptx_constant(src: cute.Tensor, dst: cute.Tensor):
     i = _index()
     x = src[i]
     c = arith.constant(ir.F32Type.get(), 1.5)
     y = nvvm.inline_ptx([ir.F32Type.get()], [x.ir_value(), c], [], "add.rn.f32 {$w0}, {$r0}, {$r1};")
     dst[i] = cutlass.Float32(y)
+
+
+@cute.kernel
+def _exp2_on_fma(src: cute.Tensor, dst: cute.Tensor):
+    """2^x without MUFU, written the natural way: floor, Int32(...), bitcasts."""
+    i = _index()
+    x = src[i]
+    whole = cute.math.floor(x)
+    frac = x - whole
+    # degree-3 minimax polynomial for 2^f on [0, 1)
+    p = cutlass.Float32(0.0555041086648216) * frac + cutlass.Float32(0.2402264923172690)
+    p = p * frac + cutlass.Float32(0.6931471805599453)
+    p = p * frac + cutlass.Float32(1.0)
+    i32 = ir.IntegerType.get_signless(32)
+    bits = cutlass.Int32(arith.bitcast(i32, p.ir_value())) + (cutlass.Int32(whole) << 23)
+    dst[i] = cutlass.Float32(arith.bitcast(ir.F32Type.get(), bits.ir_value()))
 
 
 def _launcher(kernel, per_thread: int = 1):
@@ -109,5 +137,7 @@ CASES = {
     "bitcast_f32_i32": (_launcher(_bitcast_f32_i32), _tensors(cutlass.Float32, cutlass.Int32)),
     "llvm_bitcast_i32_f32": (_launcher(_llvm_bitcast_i32_f32), _tensors(cutlass.Int32, cutlass.Float32)),
     "inline_asm_cvt": (_launcher(_inline_asm_cvt), _tensors(cutlass.Float32, cutlass.Int32)),
+    "inline_asm_two_outputs": (_launcher(_inline_asm_two_outputs), _tensors(cutlass.Int64, cutlass.Int32)),
+    "exp2_on_fma": (_launcher(_exp2_on_fma), _tensors(cutlass.Float32, cutlass.Float32)),
     "inline_ptx_constant": (_launcher(_inline_ptx_constant), _tensors(cutlass.Float32, cutlass.Float32)),
 }
