@@ -221,12 +221,34 @@ def sass(compiled, workdir: Path, tag: str) -> list[str] | str:
         return f"cuobjdump failed: {out.stderr.strip()[:300]}"
     instrs = []
     for line in out.stdout.splitlines():
+        label = re.match(r"\s*(\.L_x_\d+):", line)
+        if label:
+            instrs.append(label.group(1) + ":")  # kept so loops can be found
+            continue
         m = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(.*?);", line)
         if m:
-            text = m.group(1).strip()
-            if not text.startswith("NOP"):
-                instrs.append(text)
+            instrs.append(m.group(1).strip())  # NOPs kept: index * 16 is the address
     return instrs
+
+
+def in_loop(instrs, prefix: str) -> int | None:
+    """How many `prefix` instructions sit inside a loop (between a label and a branch back to it)."""
+    if isinstance(instrs, str):
+        return None
+    inside = set()
+    code = [i for i in instrs if not i.endswith(":")]  # one entry per 16-byte instruction
+    for end, text in enumerate(code):
+        m = re.search(r"BRA\W+(?:`?\(?(\.L_x_\d+)|0x([0-9a-f]+))", text)
+        if not m:
+            continue
+        if m.group(1):
+            labels = [i for i in instrs[: instrs.index(m.group(1) + ":")] if not i.endswith(":")]
+            start = len(labels)
+        else:
+            start = int(m.group(2), 16) // 16
+        if start < end:  # a backward branch
+            inside.update(range(start, end))
+    return sum(1 for i in inside if re.sub(r"^@!?U?P\w+\s+", "", code[i]).startswith(prefix))
 
 
 def conversion_sass(instrs) -> list[str]:
@@ -346,17 +368,23 @@ class Checker:
                 self.fns[case, form] = fn
                 self.passes[case, form] = rec
 
-    def check(self, case: str, mismatches: dict, examples: dict) -> None:
-        """Run every form of `case` on the current bits; add mismatch counts."""
+    def check(self, case: str, mismatches: dict, examples: dict, forms=None, skip_nan: bool = False) -> None:
+        """Run `forms` (default all) of `case` on the current bits; add mismatch counts."""
         torch = self.torch
         ref = reference(torch, self.bits, case)
-        for form in self.forms:
+        for form in forms or self.forms:
             dst = self.dst[case]
             dst.fill_(0x5A if dst.element_size() == 1 else 0x5A5A)  # poison: an unwritten element mismatches
             self.fns[case, form](self.src_c, self.dst_c[case])
             bad = as_int64(torch, dst, case) != ref
+            if skip_nan:
+                bad &= ~torch.isnan(self.src)
             count = int(bad.sum().item())
             mismatches[case, form] = mismatches.get((case, form), 0) + count
+            if count and not skip_nan:  # how many of them are NaN inputs
+                nan_bad = int((bad & torch.isnan(self.src)).sum().item())
+                key = ("nan", case, form)
+                mismatches[key] = mismatches.get(key, 0) + nan_bad
             if count and len(examples.setdefault((case, form), [])) < 8:
                 idx = torch.nonzero(bad)[:8].flatten()
                 for i in idx.tolist():
@@ -408,7 +436,8 @@ def semantics(torch, device, mode: str, chunk_log2: int, results: dict, log) -> 
     results["semantics"] = {
         "chunk": stratified_n,
         "coverage": coverage,
-        "mismatches": {f"{c}/{f}": v for (c, f), v in mismatches.items()},
+        "mismatches": {f"{k[0]}/{k[1]}": v for k, v in mismatches.items() if len(k) == 2},
+        "mismatches_on_nan_inputs": {f"{k[1]}/{k[2]}": v for k, v in mismatches.items() if len(k) == 3},
         "examples": {f"{c}/{f}": v for (c, f), v in examples.items()},
     }
     results["_checker"] = checker  # reused by part c (memory-bound timing)
@@ -442,7 +471,7 @@ def sass_part(torch, device, workdir: Path, results: dict, log, fake: bool = Fal
             out[f"{case}/{form}"] = {
                 "ptx": ptx_lines(fn),
                 "sass_conversion": conversion_sass(instrs),
-                "sass_total": len(instrs) if isinstance(instrs, list) else None,
+                "sass_total": sum(1 for i in instrs if not i.endswith(":") and not i.startswith("NOP")) if isinstance(instrs, list) else None,
                 "sass_all": instrs,
             }
     results["sass"] = out
@@ -523,6 +552,8 @@ def speed(torch, device, workdir: Path, results: dict, log) -> None:
                 "sass_FRND": count_op(instrs, "FRND"),
                 "sass_conversion": conversion_sass(instrs),
                 "ptx_cvt": sum(1 for line in ptx_lines(fn) if line.startswith("cvt")),
+                "sass_F2I_in_loop": in_loop(instrs, "F2I"),
+                "sass_all": instrs,
             }
             if name == "loop_invariant":
                 row[form].update(bench_ms(torch, lambda: fn(src_c, dst_c, *extra), reps=20))
@@ -541,7 +572,11 @@ def summary_md(results: dict) -> str:
         lines += ["## a. Semantics (mismatches vs float64 reference; ptx/asm must be 0)", ""]
         lines += ["| case | coverage | native | emit=ptx | emit=asm |", "| --- | --- | --- | --- | --- |"]
         for case in CASES:
-            m = [str(sem["mismatches"].get(f"{case}/{f}", "-")) for f in FORMS]
+            m = []
+            for f in FORMS:
+                total = sem["mismatches"].get(f"{case}/{f}", "-")
+                on_nan = sem["mismatches_on_nan_inputs"].get(f"{case}/{f}", 0)
+                m.append(f"{total} ({on_nan} NaN)" if on_nan else str(total))
             lines.append(f"| {case} | {sem['coverage'].get(case, '-')} | {m[0]} (info) | {m[1]} | {m[2]} |")
         lines.append("")
     sass_ = results.get("sass")
@@ -580,7 +615,7 @@ def summary_md(results: dict) -> str:
             for name, row in sp["cse"].items():
                 cells = []
                 for f in FORMS:
-                    c = f"F2I {row[f]['sass_F2I']}, FRND {row[f]['sass_FRND']}, PTX cvt {row[f]['ptx_cvt']}"
+                    c = f"F2I {row[f]['sass_F2I']} ({row[f]['sass_F2I_in_loop']} in loop), PTX cvt {row[f]['ptx_cvt']}"
                     if "median_ms" in row[f]:
                         c += f", {row[f]['median_ms']:.3f} ms"
                     cells.append(c)

@@ -8,6 +8,9 @@ IR dumped by `CUTE_DSL_KEEP=ir-debug`.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+
 import cutlass  # noqa: F401  (side effect: dialect registration)
 from cutlass._mlir import ir, passmanager, rewrite
 from cutlass._mlir.dialects import arith, llvm, nvvm, vector
@@ -26,6 +29,8 @@ __all__ = [
     "is_float",
     "is_integer",
     "defining_op",
+    "plain_values",
+    "create_op",
 ]
 
 
@@ -60,3 +65,62 @@ def defining_op(value: ir.Value):
     if isinstance(owner, ir.Block):
         return None
     return owner.opview if hasattr(owner, "opview") else owner
+
+
+def create_op(name: str, results: list[ir.Type], operands: list[ir.Value], attributes: dict) -> ir.Operation:
+    """Build an op at the current insertion point without CuTeDSL's per-builder wrapper.
+
+    CuTeDSL wraps every generated op builder (location capture, logging); going
+    through `Operation.create` is about 5x cheaper, which matters for 100k-op modules.
+    """
+    return ir.Operation.create(name, results=results, operands=operands, attributes=attributes)
+
+
+@functools.cache
+def _dsl_value_casters() -> tuple:
+    """(typeid, caster) pairs for the scalar types CuTeDSL wraps in its `ArithValue`.
+
+    Found by looking, not assumed: a value of each type is created and its Python
+    class checked, so another CuTeDSL release's choices are respected.
+    """
+    from cutlass._mlir_helpers.arith import ArithValue
+
+    candidates = {
+        "f32": ir.F32Type, "f16": ir.F16Type, "bf16": ir.BF16Type, "f64": ir.F64Type,
+        "i32": ir.IntegerType, "f8E4M3FN": ir.Float8E4M3FNType, "f8E5M2": ir.Float8E5M2Type,
+        "f8E8M0FNU": ir.Float8E8M0FNUType, "f4E2M1FN": ir.Float4E2M1FNType,
+    }  # fmt: skip
+    found = []
+    with ir.Context(), ir.Location.unknown():
+        names = list(candidates)
+        signature = ", ".join(f"%a{i}: {n}" for i, n in enumerate(names))
+        probe = ir.Module.parse(f"func.func @probe({signature}) {{ return }}")
+        args = probe.body.operations[0].regions[0].blocks[0].arguments
+        for i, name in enumerate(names):
+            if isinstance(args[i], ArithValue):
+                found.append((candidates[name].static_typeid, ArithValue))
+    return tuple(found)
+
+
+@contextlib.contextmanager
+def plain_values():
+    """Hand out plain `ir.Value`s instead of CuTeDSL's `ArithValue` while our passes run.
+
+    Importing cutlass registers `ArithValue` as the Python class of every scalar
+    value; building one costs ~4 us (it runs CuTeDSL's op wrapper), ten times the
+    value itself. Our passes never use its operators, so they swap it out for their
+    duration and put it back after, even on error. Not thread-safe: do not trace
+    CuTeDSL code in another thread while a pipeline runs.
+    """
+    casters = _dsl_value_casters()
+    for typeid, _ in casters:
+        ir.register_value_caster(typeid, replace=True)(_plain)
+    try:
+        yield
+    finally:
+        for typeid, caster in casters:
+            ir.register_value_caster(typeid, replace=True)(caster)
+
+
+def _plain(value):
+    return value

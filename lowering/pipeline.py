@@ -23,7 +23,7 @@ from lowering.diagnostics import (
     SourceLocation,
     from_mlir_error,
 )
-from lowering.mlir import ir, passmanager
+from lowering.mlir import ir, passmanager, plain_values
 from lowering.registry import OptionError, PassInfo, get_pass
 from lowering.rewriting import PassCrash
 
@@ -258,7 +258,8 @@ class Pipeline:
                     # The bundled bindings are built without MLIR's IR printer: print ourselves.
                     pm.add(_ir_printer(step.element.text), name="PrintIR", argument="print-ir")
             try:
-                pm.run(module.operation)
+                with plain_values():
+                    pm.run(module.operation)
             except ir.MLIRError as e:
                 error = from_mlir_error(e, source)
                 raise LoweringError(internal_errors + error.diagnostics) from None

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from lowering.mlir import defining_op, ir, llvm, nvvm
+from lowering.mlir import create_op, defining_op, ir, llvm
 from lowering.registry import Option, choice
 
 EMIT_FORMS = ("ptx", "asm")
@@ -61,7 +61,22 @@ def in_register(value: ir.Value) -> ir.Value:
     CuTeDSL 4.8.1's own `cute.arch.inline_ptx` does for Float32 operands.
     """
     letter = register_letter(value.type)
-    return llvm.inline_asm(value.type, [value], _MOVE[letter], f"={letter},{letter}", has_side_effects=False)
+    return pure_asm(_MOVE[letter], f"={letter},{letter}", [value.type], [value]).results[0]
+
+
+def pure_asm(asm: str, constraints: str, result_types: list[ir.Type], operands: list[ir.Value]) -> ir.Operation:
+    """`llvm.inline_asm` without side effects (no `has_side_effects` attribute)."""
+    attributes = {"asm_string": ir.StringAttr.get(asm), "constraints": ir.StringAttr.get(constraints)}
+    return create_op("llvm.inline_asm", result_types, operands, attributes)
+
+
+def inline_ptx(ptx: str, result_types: list[ir.Type], read_only: list[ir.Value]) -> ir.Operation:
+    """`nvvm.inline_ptx` with write-only results and read-only operands."""
+    attributes = {
+        "ptxCode": ir.StringAttr.get(ptx),
+        "operandSegmentSizes": ir.DenseI32ArrayAttr.get([len(read_only), 0, 0]),
+    }
+    return create_op("nvvm.inline_ptx", result_types, read_only, attributes)
 
 
 _PLACEHOLDER = re.compile(r"\{\$(w|r)(\d+)\}")
@@ -71,7 +86,7 @@ def instruction(emit: str, ptx: str, result_type: ir.Type, operands: list[ir.Val
     """One PTX instruction with a single result, at the current insertion point."""
     if emit == "ptx":
         operands = [in_register(v) if is_float_constant(v) else v for v in operands]
-        return nvvm.inline_ptx([result_type], operands, [], ptx)
+        return inline_ptx(ptx, [result_type], operands).results[0]
 
     def positional(m: re.Match) -> str:
         role, index = m.group(1), int(m.group(2))
@@ -82,4 +97,4 @@ def instruction(emit: str, ptx: str, result_type: ir.Type, operands: list[ir.Val
     if None in letters:
         raise ValueError(f"no register class for a type in: {ptx}")
     constraints = ",".join(["=" + letters[0]] + letters[1:])
-    return llvm.inline_asm(result_type, operands, asm, constraints, has_side_effects=False)
+    return pure_asm(asm, constraints, [result_type], operands).results[0]

@@ -93,7 +93,10 @@ func.func @round_stays(%x: f32) -> i32 {
 // PTX: nvvm.inline_ptx "cvt.rzi.s8.f32 {$w0}, {$r0};" ro(%arg0 : f32) -> i32
 // PTX: nvvm.inline_ptx "cvt.rzi.s16.f32 {$w0}, {$r0};" ro(%arg0 : f32) -> i16
 // PTX: nvvm.inline_ptx "cvt.rzi.u32.f32 {$w0}, {$r0};" ro(%arg0 : f32) -> i32
-// PTX: nvvm.inline_ptx "cvt.rzi.s64.f32 {$w0}, {$r0};" ro(%arg0 : f32) -> i64
+// PTX: %[[S64:.*]] = nvvm.inline_ptx "cvt.rzi.s64.f32 {$w0}, {$r0};" ro(%arg0 : f32) -> i64
+// PTX: %[[NAN:.*]] = arith.cmpf uno, %arg0, %arg0 : f32
+// PTX: %[[ZERO:.*]] = arith.constant 0 : i64
+// PTX: arith.select %[[NAN]], %[[ZERO]], %[[S64]] : i64
 // ASM: llvm.inline_asm "cvt.rzi.u8.f32 $0, $1;", "=r,f"
 // ASM: llvm.inline_asm "cvt.rzi.s8.f32 $0, $1;", "=r,f"
 // ASM: llvm.inline_asm "cvt.rzi.s16.f32 $0, $1;", "=h,f"
@@ -117,6 +120,7 @@ func.func @widths(%x: f32) -> (i8, i8, i16, i32, i64) {
 // PTX: nvvm.inline_ptx "cvt.rmi.s32.f32 {$w0}, {$r0};" ro(%[[W]] : f32) -> i32
 // PTX: nvvm.inline_ptx "cvt.rzi.u64.f64 {$w0}, {$r0};" ro(%arg2 : f64) -> i64
 // ASM: llvm.inline_asm "cvt.rzi.u64.f64 $0, $1;", "=l,d" %arg2 : (f64) -> i64
+// CHECK: arith.cmpf uno, %arg2, %arg2 : f64
 func.func @sources(%h: f16, %b: bf16, %d: f64) -> (i32, i32, i64) {
   %0 = arith.fptosi %h : f16 to i32
   %f = math.floor %b : bf16

@@ -57,15 +57,19 @@ def test_reference_saturates_and_zeroes_nan(bench):
 
 
 @pytest.mark.parametrize("form", ["ptx", "asm"])
-@pytest.mark.parametrize("case", ["i32", "u32", "i8", "u8", "i16", "i64", "i32_floor", "i32_ceil", "i32_roundeven", "i32_trunc", "bitcast"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "i32", "u32", "i8", "u8", "i16",
+        # i64: cvt.rzi.s64.f32 alone is F2I.S64.TRUNC (no .NTZ, NaN -> INT64_MIN on the H200);
+        # the pass adds a NaN select, so NaN -> 0 like the narrower widths.
+        "i64",
+        "i32_floor", "i32_ceil", "i32_roundeven", "i32_trunc", "bitcast",
+    ],
+)
 def test_conversion_matches_reference(bench, checker, case, form):
     want = bench.CASES[case][5]
     assert any(want in line for line in bench.ptx_lines(checker.fns[case, form])), f"{want} not in the PTX"
     mismatches, examples = {}, {}
-    checker.forms_backup = checker.forms
-    checker.forms = [form]
-    try:
-        checker.check(case, mismatches, examples)
-    finally:
-        checker.forms = checker.forms_backup
+    checker.check(case, mismatches, examples, forms=[form])
     assert mismatches[case, form] == 0, examples.get((case, form))

@@ -21,10 +21,12 @@ that mode and converts the rest with `cvt.rzi` after their rounding op, so the r
 is the same either way.
 
 Results: where `arith.fptosi`/`fptoui` is defined (the truncated value fits the
-destination) the rewrite gives the same integer. Where they give poison, the PTX
-result is defined: it saturates to the destination's range (so -1.5 to u8 is 0,
-1e10 to i32 is 2^31-1), and NaN becomes 0. The `cvt` names the destination's own
-width, so 8- and 16-bit results saturate at their own bounds too.
+destination) the rewrite gives the same integer. Where they give poison, the result
+is defined: it saturates to the destination's range (so -1.5 to u8 is 0, 1e10 to
+i32 is 2^31-1), and NaN becomes 0. The `cvt` names the destination's own width, so
+8- and 16-bit results saturate at their own bounds too. For 64-bit destinations
+the hardware convert (`F2I.S64`, measured on the H200) turns NaN into INT64_MIN,
+so the pass adds `arith.cmpf uno` + `arith.select` to keep NaN -> 0 there.
 
 Sources: f32, f16, f64 directly; bf16 through an exact `arith.extf` to f32.
 Destinations: i8, i16, i32, i64. Vectors are converted lane by lane. Anything else
@@ -131,6 +133,9 @@ class FptosiToPtx(RewritePass):
             value = instruction(emit, f"cvt.{m.mode}.{integer}.{suffix} {{$w0}}, {{$r0}};", register_type, [x])
             if register_type != dest_elem:  # 8-bit results come in a 32-bit register
                 value = arith.trunci(dest_elem, value)
+            if m.width == 64:  # 64-bit F2I has no NaN-to-zero: select it
+                is_nan = arith.cmpf(arith.CmpFPredicate.UNO, x, x)
+                value = arith.select(is_nan, arith.constant(dest_elem, 0), value)
             return value
 
         converted = lanewise(m.source, result_type, convert)

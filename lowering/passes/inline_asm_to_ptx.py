@@ -29,11 +29,12 @@ constraint; see `ptx-float-operands`).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
-from lowering.mlir import ir, llvm, nvvm
-from lowering.ptx import is_float_constant, register_letter
+from lowering.mlir import ir, llvm
+from lowering.ptx import inline_ptx, is_float_constant, register_letter
 from lowering.registry import register_pass
 from lowering.rewriting import Leave, RewritePass
 
@@ -64,6 +65,31 @@ def _translate(asm: str, outputs: int, inputs: int) -> str:
     return _OPERAND.sub(replace, asm)
 
 
+@functools.lru_cache(maxsize=4096)
+def _parse(asm: str, constraints: str) -> tuple[str, list[str], list[str]] | str:
+    """(translated PTX, output letters, input letters), or why it cannot be translated.
+
+    Cached: kernels repeat the same few asm strings many times.
+    """
+    parts = [c.strip() for c in constraints.split(",")] if constraints else []
+    outputs = [c[1:] for c in parts if c.startswith("=")]
+    inputs = [c for c in parts if not c.startswith("=")]
+    for c in parts:
+        if c.startswith("~"):
+            return f"clobber '{c}'"
+        body = c.lstrip("=")
+        if body.startswith("&") or body.startswith("*") or body[:1].isdigit():
+            return f"constraint '{c}' (early-clobber, indirect or tied) has no nvvm.inline_ptx spelling"
+        if body not in ("r", "l", "h", "f", "d"):
+            return f"constraint '{c}' is not a plain register class"
+    if not outputs:
+        return "it has no outputs"
+    try:
+        return _translate(asm, len(outputs), len(inputs)), outputs, inputs
+    except Leave as why:
+        return str(why)
+
+
 @register_pass("inline-asm-to-ptx")
 class InlineAsmToPtx(RewritePass):
     """Rewrite pure, register-only llvm.inline_asm into nvvm.inline_ptx with {$wN}/{$rN} operands."""
@@ -78,20 +104,10 @@ class InlineAsmToPtx(RewritePass):
             raise Leave("Intel asm dialect")
         if "operand_attrs" in attrs:
             raise Leave("operand attributes (indirect operands) have no nvvm.inline_ptx spelling")
-        constraints = ir.StringAttr(attrs["constraints"]).value
-        parts = [c.strip() for c in constraints.split(",")] if constraints else []
-        outputs = [c[1:] for c in parts if c.startswith("=")]
-        inputs = [c for c in parts if not c.startswith("=")]
-        for c in parts:
-            if c.startswith("~"):
-                raise Leave(f"clobber '{c}'")
-            body = c.lstrip("=")
-            if body.startswith("&") or body.startswith("*") or body[:1].isdigit():
-                raise Leave(f"constraint '{c}' (early-clobber, indirect or tied) has no nvvm.inline_ptx spelling")
-            if body not in ("r", "l", "h", "f", "d"):
-                raise Leave(f"constraint '{c}' is not a plain register class")
-        if not outputs:
-            raise Leave("it has no outputs")
+        parsed = _parse(ir.StringAttr(attrs["asm_string"]).value, ir.StringAttr(attrs["constraints"]).value)
+        if isinstance(parsed, str):
+            raise Leave(parsed)
+        ptx, outputs, inputs = parsed
 
         output_types = self._output_types(op, len(outputs))
         for letter, t in zip(outputs, output_types):
@@ -102,8 +118,7 @@ class InlineAsmToPtx(RewritePass):
                 raise Leave("a float-constant input would get the 'n' constraint in CuTeDSL 4.8.1's lowering")
         if len(inputs) != len(op.operands):
             raise Leave("constraint count does not match the operands")
-        asm = ir.StringAttr(attrs["asm_string"]).value
-        return _Match(_translate(asm, len(outputs), len(inputs)), output_types)
+        return _Match(ptx, output_types)
 
     @staticmethod
     def _output_types(op: ir.OpView, count: int) -> list[ir.Type]:
@@ -124,7 +139,7 @@ class InlineAsmToPtx(RewritePass):
             raise Leave(f"constraint '{letter}' on {t}: nvvm.inline_ptx would use '{implied}'")
 
     def rewrite(self, op: ir.OpView, m: _Match) -> list[ir.Value]:
-        ptx = nvvm.InlinePtxOp(m.output_types, list(op.operands), [], m.ptx)
+        ptx = inline_ptx(m.ptx, m.output_types, list(op.operands))
         values = list(ptx.results)
         if len(values) == 1:
             return values
