@@ -82,19 +82,45 @@ def inline_ptx(ptx: str, result_types: list[ir.Type], read_only: list[ir.Value])
 _PLACEHOLDER = re.compile(r"\{\$(w|r)(\d+)\}")
 
 
-def instruction(emit: str, ptx: str, result_type: ir.Type, operands: list[ir.Value]) -> ir.Value:
-    """One PTX instruction with a single result, at the current insertion point."""
-    if emit == "ptx":
-        operands = [in_register(v) if is_float_constant(v) else v for v in operands]
-        return inline_ptx(ptx, [result_type], operands).results[0]
+class PtxEmitter:
+    """Builds single-result PTX instructions in one `emit` form, at the current insertion point.
 
-    def positional(m: re.Match) -> str:
-        role, index = m.group(1), int(m.group(2))
-        return f"${index if role == 'w' else index + 1}"
+    Lives for one pass run (one MLIR context): it memoizes the attributes per
+    (instruction, types), since kernels repeat the same few conversions many times.
+    """
 
-    asm = _PLACEHOLDER.sub(positional, ptx)
-    letters = [register_letter(result_type)] + [register_letter(v.type) for v in operands]
-    if None in letters:
-        raise ValueError(f"no register class for a type in: {ptx}")
-    constraints = ",".join(["=" + letters[0]] + letters[1:])
-    return pure_asm(asm, constraints, [result_type], operands).results[0]
+    def __init__(self, emit: str):
+        if emit not in EMIT_FORMS:
+            raise ValueError(f"emit must be one of {EMIT_FORMS}, not {emit!r}")
+        self.emit = emit
+        self._attributes: dict = {}
+
+    def instruction(self, ptx: str, result_type: ir.Type, operands: list[ir.Value]) -> ir.Value:
+        key = (ptx, result_type, *(v.type for v in operands))
+        attributes = self._attributes.get(key)
+        if attributes is None:
+            attributes = self._attributes[key] = self._build_attributes(ptx, result_type, operands)
+        if self.emit == "ptx":
+            operands = [in_register(v) if is_float_constant(v) else v for v in operands]
+            return create_op("nvvm.inline_ptx", [result_type], operands, attributes).results[0]
+        return create_op("llvm.inline_asm", [result_type], operands, attributes).results[0]
+
+    def _build_attributes(self, ptx: str, result_type: ir.Type, operands: list[ir.Value]) -> dict:
+        if self.emit == "ptx":
+            return {
+                "ptxCode": ir.StringAttr.get(ptx),
+                "operandSegmentSizes": ir.DenseI32ArrayAttr.get([len(operands), 0, 0]),
+            }
+
+        def positional(m: re.Match) -> str:
+            role, index = m.group(1), int(m.group(2))
+            return f"${index if role == 'w' else index + 1}"
+
+        letters = [register_letter(result_type)] + [register_letter(v.type) for v in operands]
+        if None in letters:
+            raise ValueError(f"no register class for a type in: {ptx}")
+        constraints = ",".join(["=" + letters[0]] + letters[1:])
+        return {
+            "asm_string": ir.StringAttr.get(_PLACEHOLDER.sub(positional, ptx)),
+            "constraints": ir.StringAttr.get(constraints),
+        }

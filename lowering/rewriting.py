@@ -43,6 +43,7 @@ class RewritePass:
         self.sink = sink
         self.counts: Counter[str] = Counter({name: 0 for name in self.statistics})
         self._maybe_dead: list[ir.OpView] = []
+        self._decisions: dict = {}
 
     # -- to write in each pass -------------------------------------------------
     def match(self, op: ir.OpView) -> Any:
@@ -50,6 +51,23 @@ class RewritePass:
 
     def rewrite(self, op: ir.OpView, match: Any) -> list[ir.Value] | None:
         raise NotImplementedError
+
+    def decide(self, key, compute):
+        """`compute()` once per `key` (e.g. the op's types) for this run, Leave included.
+
+        Kernels repeat the same conversion thousands of times; type checks need not.
+        """
+        found = self._decisions.get(key)
+        if found is None:
+            try:
+                found = (True, compute())
+            except Leave as why:
+                found = (False, why)
+            self._decisions[key] = found
+        ok, value = found
+        if not ok:
+            raise Leave(str(value))
+        return value
 
     def erase_if_unused(self, op: ir.OpView) -> None:
         """Erase the pure `op` after the current rewrite if nothing uses it any more."""

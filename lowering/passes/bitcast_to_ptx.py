@@ -20,7 +20,7 @@ vector<2xf16> to i32, pointers) are left with a remark.
 from __future__ import annotations
 
 from lowering.mlir import element_type, ir, is_float, is_integer
-from lowering.ptx import emit_option, instruction
+from lowering.ptx import PtxEmitter, emit_option
 from lowering.registry import register_pass
 from lowering.rewriting import Leave, RewritePass
 from lowering.vectors import is_lane_vector, lanewise
@@ -42,8 +42,17 @@ class BitcastToPtx(RewritePass):
 
     roots = ("arith.bitcast", "llvm.bitcast")
 
-    def match(self, op: ir.OpView) -> str:
+    def __init__(self, options, sink):
+        super().__init__(options, sink)
+        self.ptx = PtxEmitter(options["emit"])
+
+    def match(self, op: ir.OpView) -> tuple[str, ir.Type, ir.Type]:
         source_type, result_type = op.operands[0].type, op.results[0].type
+        mov = self.decide((source_type, result_type), lambda: self._instruction(source_type, result_type))
+        return mov, result_type, element_type(result_type)
+
+    @staticmethod
+    def _instruction(source_type: ir.Type, result_type: ir.Type) -> str:
         shaped = [ir.VectorType.isinstance(t) for t in (source_type, result_type)]
         if any(shaped):
             if not all(is_lane_vector(t) for t in (source_type, result_type)):
@@ -58,13 +67,8 @@ class BitcastToPtx(RewritePass):
             raise Leave(f"no PTX register for a {width}-bit value")
         return _MOV_BY_WIDTH[width]
 
-    def rewrite(self, op: ir.OpView, mov: str) -> list[ir.Value]:
-        result_type = op.results[0].type
-        scalar_result = element_type(result_type)
-        emit = self.options["emit"]
-        moved = lanewise(
-            op.operands[0],
-            result_type,
-            lambda x: instruction(emit, f"{mov} {{$w0}}, {{$r0}};", scalar_result, [x]),
-        )
+    def rewrite(self, op: ir.OpView, match: tuple[str, ir.Type, ir.Type]) -> list[ir.Value]:
+        mov, result_type, scalar_result = match
+        ptx = f"{mov} {{$w0}}, {{$r0}};"
+        moved = lanewise(op.operands[0], result_type, lambda x: self.ptx.instruction(ptx, scalar_result, [x]))
         return [moved]

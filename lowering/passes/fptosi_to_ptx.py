@@ -38,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lowering.mlir import arith, defining_op, element_type, ir
-from lowering.ptx import emit_option, instruction
+from lowering.ptx import PtxEmitter, emit_option
 from lowering.registry import choice, register_pass
 from lowering.rewriting import Leave, RewritePass
 from lowering.vectors import is_lane_vector, lanewise
@@ -67,6 +67,19 @@ def _source_suffix(t: ir.Type) -> str | None:
     if ir.BF16Type.isinstance(t):
         return "bf16"  # widened to f32 first
     return None
+
+
+def _destination_width(source_type: ir.Type, result_type: ir.Type) -> int:
+    """The destination's integer width, if PTX has a cvt for this pair (else Leave)."""
+    if ir.VectorType.isinstance(source_type) and not is_lane_vector(source_type):
+        raise Leave(f"only 1-D fixed-length vectors are converted, not {source_type}")
+    source_elem, dest_elem = element_type(source_type), element_type(result_type)
+    if _source_suffix(source_elem) is None:
+        raise Leave(f"no PTX cvt from {source_elem}")
+    width = ir.IntegerType(dest_elem).width
+    if width not in _DESTINATION_WIDTHS:
+        raise Leave(f"no PTX cvt to a {width}-bit integer (only 8, 16, 32, 64)")
+    return width
 
 
 @dataclass
@@ -99,17 +112,14 @@ class FptosiToPtx(RewritePass):
         "folded": "rounding ops folded into the cvt",
     }
 
+    def __init__(self, options, sink):
+        super().__init__(options, sink)
+        self.ptx = PtxEmitter(options["emit"])
+
     def match(self, op: ir.OpView) -> _Match:
         source = op.operands[0]
         result_type = op.results[0].type
-        if ir.VectorType.isinstance(source.type) and not is_lane_vector(source.type):
-            raise Leave(f"only 1-D fixed-length vectors are converted, not {source.type}")
-        source_elem, dest_elem = element_type(source.type), element_type(result_type)
-        if _source_suffix(source_elem) is None:
-            raise Leave(f"no PTX cvt from {source_elem}")
-        width = ir.IntegerType(dest_elem).width
-        if width not in _DESTINATION_WIDTHS:
-            raise Leave(f"no PTX cvt to a {width}-bit integer (only 8, 16, 32, 64)")
+        width = self.decide((source.type, result_type), lambda: _destination_width(source.type, result_type))
 
         mode, folded = "rzi", None
         producer = defining_op(source)
@@ -124,13 +134,12 @@ class FptosiToPtx(RewritePass):
         dest_elem = element_type(result_type)
         integer = ("s" if m.signed else "u") + str(m.width)
         register_type = ir.IntegerType.get_signless(max(m.width, 32) if m.width != 16 else 16)
-        emit = self.options["emit"]
 
         def convert(x: ir.Value) -> ir.Value:
             suffix = _source_suffix(x.type)
             if suffix == "bf16":  # exact widening; PTX cvt from bf16 needs sm_90
                 x, suffix = arith.extf(ir.F32Type.get(), x), "f32"
-            value = instruction(emit, f"cvt.{m.mode}.{integer}.{suffix} {{$w0}}, {{$r0}};", register_type, [x])
+            value = self.ptx.instruction(f"cvt.{m.mode}.{integer}.{suffix} {{$w0}}, {{$r0}};", register_type, [x])
             if register_type != dest_elem:  # 8-bit results come in a 32-bit register
                 value = arith.trunci(dest_elem, value)
             if m.width == 64:  # 64-bit F2I has no NaN-to-zero: select it
