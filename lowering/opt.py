@@ -79,6 +79,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # noqa: BLE001  (last resort: a bug of ours, said plainly, no traceback)
+        print(f"lowering-opt: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.list_passes:
         list_passes(sys.stdout)

@@ -269,7 +269,10 @@ class Pipeline:
         if step.info is None:
             self._add_mlir_element(pm, step.element)
             return
-        instance = step.info.cls(step.options, sink)
+        try:
+            instance = step.info.cls(step.options, sink)
+        except Exception as e:  # noqa: BLE001  (a bug in a pass's setup: report, don't raise raw)
+            raise _located(f"internal error setting up pass '{step.info.name}': {type(e).__name__}: {e}", step.element)
         report = PassReport(step.info.name, instance.counts, dict(instance.statistics))
         result.passes.append(report)
         pm.add(

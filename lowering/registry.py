@@ -26,8 +26,18 @@ class Option:
     default: Any
     help: str
     choices: tuple[str, ...] = ()
+    check: Callable[[str], Any] | None = None  # raises ValueError for a bad value
 
     def parse(self, text: str) -> Any:
+        value = self._parse(text)
+        if self.check is not None and value != self.default:
+            try:
+                self.check(value)
+            except ValueError as e:
+                raise OptionError(f"invalid value '{text}' for option '{self.name}': {e}") from None
+        return value
+
+    def _parse(self, text: str) -> Any:
         if self.choices:
             if text not in self.choices:
                 raise OptionError(
@@ -70,8 +80,8 @@ def integer(name: str, default: int, help: str) -> Option:
     return Option(name, int, default, help)
 
 
-def text(name: str, default: str, help: str) -> Option:
-    return Option(name, str, default, help)
+def text(name: str, default: str, help: str, check: Callable[[str], Any] | None = None) -> Option:
+    return Option(name, str, default, help, check=check)
 
 
 @dataclass(frozen=True)

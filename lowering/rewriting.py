@@ -18,7 +18,15 @@ from lowering.mlir import ir, rewrite
 
 
 class Leave(Exception):
-    """Raised by `match` to leave an op untouched; the message says why."""
+    """Raised by `match` to leave an op untouched; the message says why.
+
+    `statistic` names the counter it goes to: "left" (could not rewrite) by default,
+    or another the pass declares (e.g. "native": left on purpose for CuTeDSL).
+    """
+
+    def __init__(self, reason: str, statistic: str = "left"):
+        super().__init__(reason)
+        self.statistic = statistic
 
 
 class PassCrash(Exception):
@@ -46,6 +54,11 @@ class RewritePass:
         self._decisions: dict = {}
 
     # -- to write in each pass -------------------------------------------------
+    def relevant(self, op: ir.OpView) -> bool:
+        """Whether `op` is a candidate at all; others are skipped without a remark
+        (a pass on `arith.truncf` to FP4 has nothing to say about f32 -> bf16)."""
+        return True
+
     def match(self, op: ir.OpView) -> Any:
         raise NotImplementedError
 
@@ -66,7 +79,7 @@ class RewritePass:
             self._decisions[key] = found
         ok, value = found
         if not ok:
-            raise Leave(str(value))
+            raise value
         return value
 
     def erase_if_unused(self, op: ir.OpView) -> None:
@@ -89,6 +102,8 @@ class RewritePass:
         if self._error is not None:
             return True
         try:
+            if not self.relevant(op):
+                return True
             return self._apply(op, rewriter)
         except Exception as e:  # noqa: BLE001
             self._error = PassCrash(e, op.location)
@@ -99,7 +114,7 @@ class RewritePass:
         try:
             found = self.match(op)
         except Leave as why:
-            self.counts["left"] += 1
+            self.counts[why.statistic] += 1
             self.sink.remark(f"{self.pass_name}: left '{op.name}' as it is: {why}", op.location)
             return True
         with rewriter.ip, op.location:

@@ -2,7 +2,9 @@
 
 from lowering.passes import (  # noqa: F401
     bitcast_to_ptx,
+    extf_to_select,
     fptosi_to_ptx,
     inline_asm_to_ptx,
     ptx_float_operands,
+    truncf_to_select,
 )

@@ -40,11 +40,8 @@ class PtxFloatOperands(RewritePass):
         "operands": "float-constant operands moved into registers",
     }
 
-    def _apply(self, op, rewriter):
-        # An inline_ptx without float constants is no candidate: skip it silently.
-        if not any(is_float_constant(v) for v in op.operands):
-            return True
-        return super()._apply(op, rewriter)
+    def relevant(self, op: ir.OpView) -> bool:
+        return any(is_float_constant(v) for v in op.operands)
 
     def match(self, op: ir.OpView) -> list[int]:
         indices = [i for i, v in enumerate(op.operands) if is_float_constant(v)]

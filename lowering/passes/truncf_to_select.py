@@ -1,0 +1,228 @@
+"""Rewrite arith.truncf to FP4/FP8/E8M0 as compares, selects and integer bit arithmetic.
+
+Before:
+
+    %q = arith.truncf %x : vector<8xf32> to vector<8xf4E2M1FN>
+
+After (E2M1: one compare and one select per rounding threshold, on |x|):
+
+    %bits = arith.bitcast %x : vector<8xf32> to vector<8xi32>
+    %abs  = arith.bitcast (%bits & 0x7FFFFFFF) : vector<8xi32> to vector<8xf32>
+    %c1   = arith.select (%abs ugt 0.25), 1, 0      // one pair per threshold
+    %c2   = arith.select (%abs uge 0.75), 2, %c1    // ties go to the even code
+    ...
+    %c7   = arith.select (%abs ugt 5.0), 7, %c6
+    %code = %c7 | (sign of x, unless x is NaN)
+    %q    = arith.bitcast (arith.trunci %code to vector<8xi4>) to vector<8xf4E2M1FN>
+
+No float-to-int op is left: codes are integer constants picked by float compares
+(E2M1), or integer arithmetic on the f32 bit pattern (FP8: E4M3 has 126 finite
+magnitudes, so thresholds would be a chain of 126; E8M0 is the f32 exponent). Vectors
+are converted lane-parallel (the ops take vectors), scalars the same way. f16 and bf16
+sources are widened to f32 first (exact). The thresholds and codes come from
+`lowering/formats.py`.
+
+Semantics: those of PTX `cvt.rn.satfinite.{e2m1x2,e4m3x2,e5m2x2}.f32` and
+`cvt.rp.satfinite.ue8m0x2.f32`, where `arith.truncf` itself says less:
+
+| input         | E2M1 / E4M3 / E5M2 (round to nearest even)   | E8M0 (`upward`, or nearest even) |
+| ------------- | -------------------------------------------- | -------------------------------- |
+| finite        | nearest value, ties to the even code         | 2^ceil(log2 x) / nearest power   |
+| beyond max    | ±max finite (6, 448, 57344): satfinite       | 2^127 (0xFE)                     |
+| ±inf          | ±max finite (arith.truncf would give inf or poison) | +inf -> 0xFE               |
+| NaN           | E2M1: +6 (code 0x7; E2M1 has no NaN); FP8: 0x7F | 0xFF (NaN)                    |
+| -0, tiny < 0  | -0 (the sign is kept)                        | 0x00 (2^-127): no zero, no sign  |
+| f32 denormals | ±0 (they are far below the smallest value)   | by value (2^-127 is one)         |
+
+`arith.truncf`'s own rounding is the op's `roundingmode` (default to-nearest-even):
+E2M1/E4M3/E5M2 accept only to-nearest-even; E8M0 accepts `upward` (what CuTeDSL
+emits for block scales), `to_nearest_even`, `downward` and `toward_zero`. Any other
+mode is left with a remark.
+
+Arch-aware: with `arch=sm_100a` (or any target where CuTeDSL 4.8.1 lowers the
+conversion itself, per `lowering/targets.py`) and `prefer-hardware=true`, the op is
+left for CuTeDSL's native lowering, which emits the hardware `cvt...satfinite` with
+its own packing; the statistic `native` counts these. Without `arch` every op is
+rewritten.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from lowering.elementwise import Elementwise
+from lowering.formats import E2M1, E8M0, FORMATS, NarrowFloat
+from lowering.mlir import arith, element_type, ir
+from lowering.registry import flag, register_pass, text
+from lowering.rewriting import Leave, RewritePass
+from lowering.targets import lowers_natively, sm_version
+from lowering.vectors import is_lane_vector
+
+NEAREST_EVEN = "to_nearest_even"
+E8M0_ROUNDINGS = (NEAREST_EVEN, "upward", "downward", "toward_zero")
+
+
+# arith::RoundingMode, stored as an i32 attribute: the enum's order in ArithBase.td
+_ROUNDING_MODES = (NEAREST_EVEN, "downward", "upward", "toward_zero", "to_nearest_away")
+
+
+def rounding_mode(op: ir.OpView) -> str:
+    """The op's `roundingmode` as spelled in the IR; nearest-even when absent."""
+    if "roundingmode" not in op.attributes:
+        return NEAREST_EVEN
+    value = ir.IntegerAttr(op.attributes["roundingmode"]).value
+    return _ROUNDING_MODES[value] if 0 <= value < len(_ROUNDING_MODES) else f"#{value}"
+
+
+@dataclass
+class _Match:
+    fmt: NarrowFloat
+    rounding: str
+
+
+@register_pass(
+    "truncf-to-select",
+    options=(
+        text(
+            "arch",
+            "",
+            "target (e.g. sm_90a); where CuTeDSL lowers the conversion natively it is left to it",
+            check=sm_version,
+        ),
+        flag("prefer-hardware", True, "leave conversions the target has an instruction for to CuTeDSL"),
+    ),
+)
+class TruncfToSelect(RewritePass):
+    """Rewrite arith.truncf to f4E2M1FN/f8E4M3FN/f8E5M2/f8E8M0FNU as selects and bit arithmetic (RNE, satfinite)."""
+
+    roots = ("arith.truncf",)
+    statistics = {
+        **RewritePass.statistics,
+        "native": "ops left for CuTeDSL's native lowering on the given arch",
+    }
+
+    def relevant(self, op: ir.OpView) -> bool:
+        return str(element_type(op.results[0].type)) in FORMATS
+
+    def match(self, op: ir.OpView) -> _Match:
+        source_type = op.operands[0].type
+        fmt = FORMATS[str(element_type(op.results[0].type))]
+        if ir.VectorType.isinstance(source_type) and not is_lane_vector(source_type):
+            raise Leave(f"only scalars and 1-D fixed-length vectors are converted, not {source_type}")
+        source = element_type(source_type)
+        if not any(t.isinstance(source) for t in (ir.F32Type, ir.F16Type, ir.BF16Type)):
+            raise Leave(f"source {source} is not f32, f16 or bf16")
+        rounding = rounding_mode(op)
+        allowed = E8M0_ROUNDINGS if fmt is E8M0 else (NEAREST_EVEN,)
+        if rounding not in allowed:
+            raise Leave(f"rounding '{rounding}' to {fmt.mlir_name} is not supported (only {', '.join(allowed)})")
+        arch = self.options["arch"]
+        if arch and self.options["prefer-hardware"] and lowers_natively("truncf", fmt.mlir_name, arch):
+            raise Leave(f"{arch} converts to {fmt.mlir_name} in hardware: left to CuTeDSL's lowering", "native")
+        return _Match(fmt, rounding)
+
+    def rewrite(self, op: ir.OpView, m: _Match) -> list[ir.Value]:
+        x = op.operands[0]
+        result_type = op.results[0].type
+        lanes = Elementwise(x.type)
+        if not ir.F32Type.isinstance(element_type(x.type)):
+            x = arith.extf(lanes.type(ir.F32Type.get()), x)  # exact
+        if m.fmt is E2M1:
+            code = e2m1_by_thresholds(lanes, x)
+        elif m.fmt is E8M0:
+            code = e8m0_by_exponent(lanes, x, m.rounding)
+        else:
+            code = nearest_even_by_bits(lanes, x, m.fmt)
+        narrow = arith.trunci(lanes.type(ir.IntegerType.get_signless(m.fmt.bits)), code)
+        return [arith.bitcast(result_type, narrow)]
+
+
+def _sign_unless_nan(lanes: Elementwise, x: ir.Value, bits: ir.Value, fmt: NarrowFloat) -> ir.Value:
+    """The format's sign bit taken from x's, or 0 for NaN (PTX's NaN result is positive)."""
+    sign = arith.andi(arith.shrui(bits, lanes.int(32 - fmt.bits)), lanes.int(fmt.sign_bit))
+    is_nan = arith.cmpf(arith.CmpFPredicate.UNO, x, x)
+    return arith.select(is_nan, lanes.int(0), sign)
+
+
+def _magnitude(lanes: Elementwise, bits: ir.Value) -> ir.Value:
+    return lanes.as_f32(arith.andi(bits, lanes.int(0x7FFFFFFF)))
+
+
+def e2m1_by_thresholds(lanes: Elementwise, x: ir.Value) -> ir.Value:
+    """E2M1 code in i32 lanes: a select per round-to-nearest-even threshold on |x|.
+
+    Unordered compares count NaN as above every threshold, giving the largest code (6).
+    """
+    bits = lanes.bits(x)
+    magnitude = _magnitude(lanes, bits)
+    code = lanes.int(0)
+    for midpoint, ties_up, code_above in E2M1.nearest_even_thresholds():
+        predicate = arith.CmpFPredicate.UGE if ties_up else arith.CmpFPredicate.UGT
+        above = arith.cmpf(predicate, magnitude, lanes.float(float(midpoint)))
+        code = arith.select(above, lanes.int(code_above), code)
+    return arith.ori(code, _sign_unless_nan(lanes, x, bits, E2M1))
+
+
+def nearest_even_by_bits(lanes: Elementwise, x: ir.Value, fmt: NarrowFloat) -> ir.Value:
+    """FP8 code in i32 lanes: saturate |x|, then round the f32 bit pattern to nearest even.
+
+    Normal results: add half an output ulp minus one, plus the kept lsb, and shift;
+    a carry moves into the exponent as it should. Subnormal results: |x| scaled so
+    one output step is 1.0, plus 2^23, lets the f32 adder round to nearest even, and
+    the integer sits in the low mantissa bits.
+    """
+    drop = 23 - fmt.mantissa_bits  # f32 mantissa bits the format does not keep
+    bits = lanes.bits(x)
+    magnitude = arith.minnumf(_magnitude(lanes, bits), lanes.float(float(fmt.max_finite)))
+    kept = lanes.bits(magnitude)
+    lsb = arith.andi(arith.shrui(kept, lanes.int(drop)), lanes.int(1))
+    rounded = arith.addi(arith.addi(kept, lanes.int((1 << (drop - 1)) - 1)), lsb)
+    rebias = (127 - fmt.bias) << fmt.mantissa_bits
+    normal = arith.subi(arith.shrui(rounded, lanes.int(drop)), lanes.int(rebias))
+
+    step_scale = float(2 ** (fmt.bias - 1 + fmt.mantissa_bits))  # 1 / (smallest subnormal)
+    shifted = arith.addf(arith.mulf(magnitude, lanes.float(step_scale)), lanes.float(2.0**23))
+    subnormal = arith.subi(lanes.bits(shifted), lanes.int(0x4B000000))
+
+    is_subnormal = arith.cmpf(arith.CmpFPredicate.OLT, magnitude, lanes.float(float(fmt.min_normal)))
+    code = arith.select(is_subnormal, subnormal, normal)
+    sign = arith.andi(arith.shrui(bits, lanes.int(32 - fmt.bits)), lanes.int(fmt.sign_bit))
+    is_nan = arith.cmpf(arith.CmpFPredicate.UNO, x, x)
+    return arith.select(is_nan, lanes.int(fmt.nan_code), arith.ori(code, sign))
+
+
+# E8M0 rounding of the f32 mantissa m (23 bits) for exponent field e:
+#   whether to go up one power of two, for normal f32 (e >= 1), and the threshold on
+#   m above which an f32 denormal (e == 0, value m * 2^-149) becomes 2^-126 (code 1)
+#   rather than 2^-127 (code 0, the smallest E8M0 value).
+_E8M0_DENORMAL_UP_ABOVE = {
+    "upward": 0x400000,  # above 2^-127
+    NEAREST_EVEN: 0x600000,  # above the midpoint 1.5 * 2^-127 (the tie goes to code 0)
+    "downward": 0x7FFFFF,  # never
+    "toward_zero": 0x7FFFFF,
+}
+
+
+def e8m0_by_exponent(lanes: Elementwise, x: ir.Value, rounding: str) -> ir.Value:
+    """E8M0 code in i32 lanes: the f32 exponent field, moved up when rounding says so."""
+    i32 = arith.CmpIPredicate
+    bits = lanes.bits(x)
+    exponent = arith.shrui(bits, lanes.int(23))  # sign bit included: negatives handled below
+    mantissa = arith.andi(bits, lanes.int(0x7FFFFF))
+    up: ir.Value | None = None  # whether a normal input goes up one power of two
+    if rounding == "upward":
+        up = arith.cmpi(i32.ne, mantissa, lanes.int(0))
+    elif rounding == NEAREST_EVEN:
+        above_half = arith.cmpi(i32.ugt, mantissa, lanes.int(0x400000))
+        at_half = arith.cmpi(i32.eq, mantissa, lanes.int(0x400000))
+        odd = arith.cmpi(i32.ne, arith.andi(exponent, lanes.int(1)), lanes.int(0))
+        up = arith.ori(above_half, arith.andi(at_half, odd))
+    normal = exponent if up is None else arith.addi(exponent, lanes.zext(up))
+    normal = arith.minui(normal, lanes.int(0xFE))  # satfinite: never the NaN code
+
+    denormal_up = arith.cmpi(i32.ugt, mantissa, lanes.int(_E8M0_DENORMAL_UP_ABOVE[rounding]))
+    is_denormal = arith.cmpi(i32.eq, exponent, lanes.int(0))
+    code = arith.select(is_denormal, lanes.zext(denormal_up), normal)
+    not_positive = arith.cmpi(i32.slt, bits, lanes.int(1))  # -0, negatives (and +0) -> 2^-127
+    code = arith.select(not_positive, lanes.int(0), code)
+    is_nan = arith.cmpf(arith.CmpFPredicate.UNO, x, x)
+    return arith.select(is_nan, lanes.int(E8M0.nan_code), code)

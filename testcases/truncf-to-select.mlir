@@ -1,0 +1,130 @@
+// RUN: lowering-opt %s --split-input-file -p 'builtin.module(truncf-to-select)' 2>&1 | filecheck %s
+// RUN: lowering-opt %s --split-input-file -p 'builtin.module(truncf-to-select{arch=sm_100a})' 2>&1 | filecheck %s --check-prefix=SM100
+// RUN: lowering-opt %s --split-input-file -p 'builtin.module(truncf-to-select{arch=sm_90a})' 2>&1 | filecheck %s --check-prefix=SM90
+// RUN: lowering-opt %s --split-input-file -p 'builtin.module(truncf-to-select{arch=sm_100a prefer-hardware=false})' 2>&1 | filecheck %s --check-prefix=NOHW
+// RUN: lowering-opt %s --split-input-file -p 'builtin.module(truncf-to-select)' 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
+// RUN: not lowering-opt %s -p 'builtin.module(truncf-to-select{arch=hopper})' 2>&1 | filecheck %s --check-prefix=BADARCH
+// BADARCH: <pass-pipeline>:1:16: error: invalid value 'hopper' for option 'arch': not a CUDA target architecture: 'hopper' (expected e.g. sm_90a, sm_100a)
+
+// E2M1: one unordered compare + select per threshold on |x|, ties to the even code,
+// then the sign (not for NaN), then the 4-bit code reinterpreted as f4E2M1FN.
+// CHECK-LABEL: func.func @e2m1_vector
+// CHECK: %[[BITS:.*]] = arith.bitcast %arg0 : vector<8xf32> to vector<8xi32>
+// CHECK: %[[ABSBITS:.*]] = arith.andi %[[BITS]], %{{.*}} : vector<8xi32>
+// CHECK: %[[ABS:.*]] = arith.bitcast %[[ABSBITS]] : vector<8xi32> to vector<8xf32>
+// CHECK: arith.cmpf ugt, %[[ABS]], %{{.*}} : vector<8xf32>
+// CHECK: arith.cmpf uge, %[[ABS]], %{{.*}} : vector<8xf32>
+// CHECK: arith.cmpf ugt, %[[ABS]], %{{.*}} : vector<8xf32>
+// CHECK: arith.cmpf uge, %[[ABS]], %{{.*}} : vector<8xf32>
+// CHECK: arith.cmpf ugt, %[[ABS]], %{{.*}} : vector<8xf32>
+// CHECK: arith.cmpf uge, %[[ABS]], %{{.*}} : vector<8xf32>
+// CHECK: %[[TOP:.*]] = arith.cmpf ugt, %[[ABS]], %{{.*}} : vector<8xf32>
+// CHECK: %[[CODE:.*]] = arith.select %[[TOP]], %{{.*}}, %{{.*}} : vector<8xi1>, vector<8xi32>
+// CHECK: arith.cmpf uno, %arg0, %arg0 : vector<8xf32>
+// CHECK: %[[SIGNED:.*]] = arith.ori %[[CODE]], %{{.*}} : vector<8xi32>
+// CHECK: %[[NIBBLE:.*]] = arith.trunci %[[SIGNED]] : vector<8xi32> to vector<8xi4>
+// CHECK: %[[Q:.*]] = arith.bitcast %[[NIBBLE]] : vector<8xi4> to vector<8xf4E2M1FN>
+// CHECK-NOT: arith.truncf
+// CHECK-NOT: fptosi
+// CHECK: return %[[Q]]
+// SM100-LABEL: func.func @e2m1_vector
+// SM100: arith.truncf %arg0 : vector<8xf32> to vector<8xf4E2M1FN>
+// SM90-LABEL: func.func @e2m1_vector
+// SM90-NOT: arith.truncf
+// NOHW-LABEL: func.func @e2m1_vector
+// NOHW-NOT: arith.truncf
+func.func @e2m1_vector(%x: vector<8xf32>) -> vector<8xf4E2M1FN> {
+  %0 = arith.truncf %x : vector<8xf32> to vector<8xf4E2M1FN>
+  return %0 : vector<8xf4E2M1FN>
+}
+
+// -----
+// The thresholds are the midpoints 0.25 0.75 1.25 1.75 2.5 3.5 5, with >= where the
+// upper neighbour's code is even.
+// CHECK-LABEL: func.func @e2m1_thresholds
+// NOHW-LABEL: func.func @e2m1_thresholds
+// bf16 sources are widened exactly first.
+// CHECK: %[[W:.*]] = arith.extf %arg0 : bf16 to f32
+// CHECK: arith.bitcast %[[W]] : f32 to i32
+// CHECK-DAG: arith.constant 2.500000e-01 : f32
+// CHECK-DAG: arith.constant 7.500000e-01 : f32
+// CHECK-DAG: arith.constant 1.250000e+00 : f32
+// CHECK-DAG: arith.constant 1.750000e+00 : f32
+// CHECK-DAG: arith.constant 2.500000e+00 : f32
+// CHECK-DAG: arith.constant 3.500000e+00 : f32
+// CHECK-DAG: arith.constant 5.000000e+00 : f32
+func.func @e2m1_thresholds(%x: bf16) -> f4E2M1FN {
+  %0 = arith.truncf %x : bf16 to f4E2M1FN
+  return %0 : f4E2M1FN
+}
+
+// -----
+// FP8: saturate |x| to the largest finite value, round the f32 bits to nearest even,
+// subnormals through the f32 adder, NaN to 0x7F. SM90 has the E4M3 instruction.
+// CHECK-LABEL: func.func @e4m3
+// CHECK: %[[MAX:.*]] = arith.constant 4.480000e+02 : f32
+// CHECK: arith.minnumf %{{.*}}, %[[MAX]] : f32
+// CHECK: arith.cmpf olt
+// CHECK: arith.cmpf uno, %arg0, %arg0 : f32
+// CHECK: %[[B:.*]] = arith.trunci %{{.*}} : i32 to i8
+// CHECK: arith.bitcast %[[B]] : i8 to f8E4M3FN
+// SM90-LABEL: func.func @e4m3
+// SM90: arith.truncf %arg0 : f32 to f8E4M3FN
+func.func @e4m3(%x: f32) -> f8E4M3FN {
+  %0 = arith.truncf %x : f32 to f8E4M3FN
+  return %0 : f8E4M3FN
+}
+
+// -----
+// CHECK-LABEL: func.func @e5m2
+// CHECK: arith.constant 5.734400e+04 : f32
+// CHECK: arith.bitcast %{{.*}} : i8 to f8E5M2
+func.func @e5m2(%x: f16) -> f8E5M2 {
+  %0 = arith.truncf %x : f16 to f8E5M2
+  return %0 : f8E5M2
+}
+
+// -----
+// E8M0 upward (what CuTeDSL emits for block scales): the f32 exponent field, plus one
+// when any mantissa bit is set, capped at 0xFE; NaN 0xFF.
+// CHECK-LABEL: func.func @e8m0_upward
+// CHECK: %[[BITS:.*]] = arith.bitcast %arg0 : f32 to i32
+// CHECK: %[[EXP:.*]] = arith.shrui %[[BITS]]
+// CHECK: %[[MANT:.*]] = arith.andi %[[BITS]]
+// CHECK: arith.cmpi ne, %[[MANT]]
+// CHECK: arith.minui
+// CHECK: arith.bitcast %{{.*}} : i8 to f8E8M0FNU
+// CHECK-NOT: arith.truncf
+// SM90-LABEL: func.func @e8m0_upward
+// SM90-NOT: arith.truncf
+// SM100-LABEL: func.func @e8m0_upward
+// SM100: arith.truncf %arg0 upward : f32 to f8E8M0FNU
+func.func @e8m0_upward(%x: f32) -> f8E8M0FNU {
+  %0 = arith.truncf %x upward : f32 to f8E8M0FNU
+  return %0 : f8E8M0FNU
+}
+
+// -----
+// Other truncf ops are no candidates: no rewrite, no remark.
+// CHECK-LABEL: func.func @not_narrow
+// SM90-LABEL: func.func @not_narrow
+// CHECK: arith.truncf %arg0 : f32 to bf16
+// REMARK-NOT: not_narrow
+func.func @not_narrow(%x: f32) -> bf16 {
+  %0 = arith.truncf %x : f32 to bf16
+  return %0 : bf16
+}
+
+// -----
+// Left alone, with a located remark: rounding modes the format does not take, f64.
+// REMARK: truncf-to-select.mlir:[[# @LINE + 6]]:8: remark: truncf-to-select: left 'arith.truncf' as it is: rounding 'upward' to f4E2M1FN is not supported (only to_nearest_even)
+// REMARK: truncf-to-select.mlir:[[# @LINE + 6]]:8: remark: truncf-to-select: left 'arith.truncf' as it is: rounding 'to_nearest_away' to f8E8M0FNU is not supported
+// REMARK: truncf-to-select.mlir:[[# @LINE + 6]]:8: remark: truncf-to-select: left 'arith.truncf' as it is: source f64 is not f32, f16 or bf16
+// CHECK-LABEL: func.func @left_alone
+// CHECK-COUNT-3: arith.truncf
+func.func @left_alone(%x: f32, %d: f64) -> (f4E2M1FN, f8E8M0FNU, f8E4M3FN) {
+  %0 = arith.truncf %x upward : f32 to f4E2M1FN
+  %1 = arith.truncf %x to_nearest_away : f32 to f8E8M0FNU
+  %2 = arith.truncf %d : f64 to f8E4M3FN
+  return %0, %1, %2 : f4E2M1FN, f8E8M0FNU, f8E4M3FN
+}
