@@ -1,0 +1,79 @@
+"""FP4/FP8/E8M0 conversions in real CuTeDSL kernels, through CuTeDSL's own pipeline.
+
+Without our passes each conversion compiles exactly where `lowering/targets.py` says
+CuTeDSL lowers it natively (so the table is re-measured here, and a CuTeDSL bump that
+changes it fails this test). With `truncf-to-select`/`extf-to-select` every one
+compiles for sm_80, sm_90a and sm_100a; with `arch=` the native ones are left to
+CuTeDSL and the others rewritten.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from lowering import run_pipeline
+from lowering.cutedsl import CompileFailure, compile_ir, trace_ir
+from lowering.mlir import new_context, parse_module
+from lowering.targets import lowers_natively
+from narrow_float_kernels import CASES, NARROW
+
+ARCHS = ("sm_80", "sm_90a", "sm_100a")
+PASS_FOR = {"truncf": "truncf-to-select", "extf": "extf-to-select"}
+
+
+@functools.cache
+def traced(case: str) -> str:
+    _, _, launcher, arguments = CASES[case]
+    return trace_ir(launcher, *arguments())
+
+
+def rewritten(case: str, options: str = "") -> tuple[str, dict]:
+    op, _, _, _ = CASES[case]
+    with new_context() as context:
+        module = parse_module(traced(case), context)
+        result = run_pipeline(module, f"builtin.module({PASS_FOR[op]}{options})")
+        return str(module), result.counts(PASS_FOR[op])
+
+
+def narrow_conversions(text: str) -> list[str]:
+    """The truncf/extf lines that touch a narrow float type."""
+    return [
+        line.strip()
+        for line in text.splitlines()
+        if ("arith.truncf" in line or "arith.extf" in line) and any(name in line for name in NARROW)
+    ]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_native_lowering_matches_the_targets_table(case, arch):
+    op, narrow, _, _ = CASES[case]
+    assert any(narrow in line for line in narrow_conversions(traced(case)))
+    if lowers_natively(op, narrow, arch):
+        compile_ir(traced(case), arch)
+    else:
+        with pytest.raises(CompileFailure, match="unsupported operation|not supported on .target"):
+            compile_ir(traced(case), arch)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_rewritten_conversion_compiles_everywhere(case, arch):
+    text, counts = rewritten(case)
+    assert counts == {"rewritten": 1, "left": 0, "native": 0}
+    assert narrow_conversions(text) == [], "the narrow conversion is still there"
+    ptx = compile_ir(text, arch)
+    assert "cvt.rn.satfinite" not in ptx and "cvt.rp.satfinite" not in ptx
+    assert ".e2m1x2" not in ptx and ".e4m3x2" not in ptx and ".ue8m0x2" not in ptx
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_arch_aware_rewrite_keeps_the_hardware_path(case, arch):
+    op, narrow, _, _ = CASES[case]
+    text, counts = rewritten(case, f"{{arch={arch}}}")
+    native = lowers_natively(op, narrow, arch)
+    assert counts == {"rewritten": 0 if native else 1, "left": 0, "native": 1 if native else 0}
+    compile_ir(text, arch)
