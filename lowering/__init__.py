@@ -3,13 +3,36 @@
     from lowering import run_pipeline
     result = run_pipeline(module, "builtin.module(fptosi-to-ptx,bitcast-to-ptx)")
     result.counts("fptosi-to-ptx")  # {'rewritten': 3, 'left': 0, 'folded': 1}
+
+    with lowering.prelowering():            # inside CuTeDSL builds (see lowering/hook.py)
+        cute.compile(kernel, *args)
 """
 
 from lowering.diagnostics import Diagnostic, LoweringError, SourceBuffer
+from lowering.hook import (
+    PreloweringError,
+    PreloweringReport,
+    auto_pipeline,
+    install,
+    install_from_env,
+    last_report,
+    prelowering,
+    reports,
+    uninstall,
+)
 from lowering.pipeline import Pipeline, PipelineResult, run_pipeline
 from lowering.registry import get_pass, list_passes
 
 __all__ = [
+    "PreloweringError",
+    "PreloweringReport",
+    "auto_pipeline",
+    "install",
+    "install_from_env",
+    "last_report",
+    "prelowering",
+    "reports",
+    "uninstall",
     "Diagnostic",
     "LoweringError",
     "Pipeline",

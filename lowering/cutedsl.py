@@ -29,6 +29,16 @@ def pipeline_string(arch: str, opt_level: int = 3, ptx_prefix: str | None = None
     )
 
 
+def dsl_singletons() -> list:
+    """Every CuTeDSL DSL object (CuTeDSL and its experimental sibling both trace)."""
+    import cutlass.cute  # noqa: F401  (creates the singletons)
+    from cutlass.base_dsl.dsl import DSLSingletonMeta
+    from cutlass.cutlass_dsl import CuTeDSL
+
+    found = [d for d in getattr(DSLSingletonMeta, "_instances", {}).values() if hasattr(d, "register_trace_finalize_hook")]
+    return found or [CuTeDSL._get_dsl()]
+
+
 class CompileFailure(Exception):
     """CuTeDSL's pipeline rejected the IR; `str()` is the compiler's own text."""
 

@@ -81,6 +81,21 @@ class SourceBuffer:
         return f"{lines[index]}\n{' ' * max(location.col - 1, 0)}^"
 
 
+def nearest_location(op) -> ir.Location | None:
+    """The op's location, or its nearest enclosing op's when its own says nothing.
+
+    CuTeDSL gives source locations to kernels and functions but traces most ops
+    inside them as `loc(unknown)`: the kernel is then the best place to point at.
+    """
+    current = op
+    while current is not None:
+        loc = current.location
+        if _file_location(loc) is not None:
+            return loc
+        current = current.parent
+    return op.location
+
+
 def _file_location(loc: ir.Location | None) -> tuple[str, int, int] | None:
     """Depth-first search for a file location: name -> child, callsite -> callee, fused -> first."""
     if loc is None:

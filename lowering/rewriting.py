@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from lowering.diagnostics import DiagnosticSink
+from lowering.diagnostics import DiagnosticSink, nearest_location
 from lowering.mlir import ir, rewrite
 
 
@@ -106,7 +106,7 @@ class RewritePass:
                 return True
             return self._apply(op, rewriter)
         except Exception as e:  # noqa: BLE001
-            self._error = PassCrash(e, op.location)
+            self._error = PassCrash(e, nearest_location(op))
             return True
 
     def _apply(self, op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
@@ -115,7 +115,7 @@ class RewritePass:
             found = self.match(op)
         except Leave as why:
             self.counts[why.statistic] += 1
-            self.sink.remark(f"{self.pass_name}: left '{op.name}' as it is: {why}", op.location)
+            self.sink.remark(f"{self.pass_name}: left '{op.name}' as it is: {why}", nearest_location(op))
             return True
         with rewriter.ip, op.location:
             replacement = self.rewrite(op, found)
