@@ -14,6 +14,7 @@ import functools
 import cutlass  # noqa: F401  (side effect: dialect registration)
 from cutlass._mlir import ir, passmanager, rewrite
 from cutlass._mlir.dialects import arith, llvm, nvvm, vector
+from cutlass._mlir.dialects import math as math_ops
 
 __all__ = [
     "ir",
@@ -23,6 +24,7 @@ __all__ = [
     "llvm",
     "nvvm",
     "vector",
+    "math_ops",
     "new_context",
     "parse_module",
     "element_type",

@@ -1,4 +1,5 @@
-// RUN: lowering-opt %s --split-input-file -p 'builtin.module(truncf-to-select)' 2>&1 | filecheck %s
+// RUN: lowering-opt %s --split-input-file -p 'builtin.module(truncf-to-select{e2m1=select})' 2>&1 | filecheck %s
+// RUN: lowering-opt %s --split-input-file -p 'builtin.module(truncf-to-select)' 2>&1 | filecheck %s --check-prefix=ARITH
 // RUN: lowering-opt %s --split-input-file -p 'builtin.module(truncf-to-select{arch=sm_100a})' 2>&1 | filecheck %s --check-prefix=SM100
 // RUN: lowering-opt %s --split-input-file -p 'builtin.module(truncf-to-select{arch=sm_90a})' 2>&1 | filecheck %s --check-prefix=SM90
 // RUN: lowering-opt %s --split-input-file -p 'builtin.module(truncf-to-select{arch=sm_100a prefer-hardware=false})' 2>&1 | filecheck %s --check-prefix=NOHW
@@ -27,6 +28,19 @@
 // CHECK-NOT: arith.truncf
 // CHECK-NOT: fptosi
 // CHECK: return %[[Q]]
+// The default E2M1 formulation: |x|'s pattern clamped to 6.0's, rounded to one
+// mantissa bit; below 1.0 one fma on the f32 adder.
+// ARITH-LABEL: func.func @e2m1_vector
+// ARITH: %[[B:.*]] = arith.bitcast %arg0 : vector<8xf32> to vector<8xi32>
+// ARITH: %[[ABS:.*]] = arith.andi %[[B]], %{{.*}} : vector<8xi32>
+// ARITH: %[[KEPT:.*]] = arith.minui %[[ABS]], %{{.*}} : vector<8xi32>
+// ARITH: arith.shrui %[[KEPT]]
+// ARITH: math.fma
+// ARITH: arith.cmpi ult, %[[KEPT]]
+// ARITH: arith.cmpf uno, %arg0, %arg0
+// ARITH: arith.trunci %{{.*}} : vector<8xi32> to vector<8xi4>
+// ARITH-NOT: arith.truncf
+// ARITH-NOT: arith.cmpf {{u|o}}g
 // SM100-LABEL: func.func @e2m1_vector
 // SM100: arith.truncf %arg0 : vector<8xf32> to vector<8xf4E2M1FN>
 // SM90-LABEL: func.func @e2m1_vector
@@ -42,6 +56,7 @@ func.func @e2m1_vector(%x: vector<8xf32>) -> vector<8xf4E2M1FN> {
 // The thresholds are the midpoints 0.25 0.75 1.25 1.75 2.5 3.5 5, with >= where the
 // upper neighbour's code is even.
 // CHECK-LABEL: func.func @e2m1_thresholds
+// ARITH-LABEL: func.func @e2m1_thresholds
 // NOHW-LABEL: func.func @e2m1_thresholds
 // bf16 sources are widened exactly first.
 // CHECK: %[[W:.*]] = arith.extf %arg0 : bf16 to f32

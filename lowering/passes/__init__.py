@@ -4,6 +4,7 @@ from lowering.passes import (  # noqa: F401
     bitcast_to_ptx,
     extf_to_select,
     fptosi_to_ptx,
+    fptosi_to_select,
     inline_asm_to_ptx,
     ptx_float_operands,
     truncf_to_select,

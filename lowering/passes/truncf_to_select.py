@@ -4,7 +4,7 @@ Before:
 
     %q = arith.truncf %x : vector<8xf32> to vector<8xf4E2M1FN>
 
-After (E2M1: one compare and one select per rounding threshold, on |x|):
+After, with `e2m1=select` (one compare and one select per rounding threshold on |x|):
 
     %bits = arith.bitcast %x : vector<8xf32> to vector<8xi32>
     %abs  = arith.bitcast (%bits & 0x7FFFFFFF) : vector<8xi32> to vector<8xf32>
@@ -15,9 +15,13 @@ After (E2M1: one compare and one select per rounding threshold, on |x|):
     %code = %c7 | (sign of x, unless x is NaN)
     %q    = arith.bitcast (arith.trunci %code to vector<8xi4>) to vector<8xf4E2M1FN>
 
-No float-to-int op is left: codes are integer constants picked by float compares
-(E2M1), or integer arithmetic on the f32 bit pattern (FP8: E4M3 has 126 finite
-magnitudes, so thresholds would be a chain of 126; E8M0 is the f32 exponent). Vectors
+With the default `e2m1=bits` the E2M1 code is integer arithmetic on |x|'s bit pattern
+instead (clamp, round to one mantissa bit, one FMA for the values below 1.0): on
+sm_90a ptxas makes that 13 SASS instructions per value against 20 for the seven
+thresholds (measured on the compiled kernel, `bench/RESULTS.md`), with the same
+results. No float-to-int op is left either way: codes are integer constants picked
+by float compares, or integer arithmetic on the f32 bit pattern (FP8: E4M3 has 126
+finite magnitudes, so thresholds would be a chain of 126; E8M0 is the f32 exponent). Vectors
 are converted lane-parallel (the ops take vectors), scalars the same way. f16 and bf16
 sources are widened to f32 first (exact). The thresholds and codes come from
 `lowering/formats.py`.
@@ -51,8 +55,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from lowering.elementwise import Elementwise
 from lowering.formats import E2M1, E8M0, FORMATS, NarrowFloat
-from lowering.mlir import arith, element_type, ir
-from lowering.registry import flag, register_pass, text
+from lowering.mlir import arith, element_type, ir, math_ops
+from lowering.registry import choice, flag, register_pass, text
 from lowering.rewriting import Leave, RewritePass
 from lowering.targets import lowers_natively, sm_version
 from lowering.vectors import is_lane_vector
@@ -89,6 +93,7 @@ class _Match:
             check=sm_version,
         ),
         flag("prefer-hardware", True, "leave conversions the target has an instruction for to CuTeDSL"),
+        choice("e2m1", ("bits", "select"), "bits", "E2M1 formulation: bit arithmetic, or a select per threshold"),
     ),
 )
 class TruncfToSelect(RewritePass):
@@ -127,7 +132,8 @@ class TruncfToSelect(RewritePass):
         if not ir.F32Type.isinstance(element_type(x.type)):
             x = arith.extf(lanes.type(ir.F32Type.get()), x)  # exact
         if m.fmt is E2M1:
-            code = e2m1_by_thresholds(lanes, x)
+            by_thresholds = self.options["e2m1"] == "select"
+            code = e2m1_by_thresholds(lanes, x) if by_thresholds else e2m1_by_bits(lanes, x)
         elif m.fmt is E8M0:
             code = e8m0_by_exponent(lanes, x, m.rounding)
         else:
@@ -162,6 +168,28 @@ def e2m1_by_thresholds(lanes: Elementwise, x: ir.Value) -> ir.Value:
     return arith.ori(code, _sign_unless_nan(lanes, x, bits, E2M1))
 
 
+def e2m1_by_bits(lanes: Elementwise, x: ir.Value) -> ir.Value:
+    """E2M1 code in i32 lanes from |x|'s bit pattern.
+
+    |x|'s pattern is clamped to 6.0's as an unsigned integer: inf and NaN patterns
+    are larger, so they clamp too (NaN -> 6, as PTX gives). At or above 1.0 the code
+    is the pattern rounded to one mantissa bit (add 2^21 - 1 plus the kept lsb, shift
+    by 22, rebias by 252); below 1.0 it is `fma(|x|, 2, 2^23)`, whose single RNE
+    rounding lands on the integer code (0, 1 or 2), minus 2^23's pattern.
+    """
+    i32 = arith.CmpIPredicate
+    bits = lanes.bits(x)
+    kept = arith.minui(arith.andi(bits, lanes.int(0x7FFFFFFF)), lanes.int(0x40C00000))
+    lsb = arith.andi(arith.shrui(kept, lanes.int(22)), lanes.int(1))
+    rounded = arith.addi(arith.addi(kept, lanes.int(0x1FFFFF)), lsb)
+    normal = arith.subi(arith.shrui(rounded, lanes.int(22)), lanes.int(252))
+    shifted = math_ops.fma(lanes.as_f32(kept), lanes.float(2.0), lanes.float(2.0**23))
+    subnormal = arith.subi(lanes.bits(shifted), lanes.int(0x4B000000))
+    below_one = arith.cmpi(i32.ult, kept, lanes.int(0x3F800000))
+    code = arith.select(below_one, subnormal, normal)
+    return arith.ori(code, _sign_unless_nan(lanes, x, bits, E2M1))
+
+
 def nearest_even_by_bits(lanes: Elementwise, x: ir.Value, fmt: NarrowFloat) -> ir.Value:
     """FP8 code in i32 lanes: saturate |x|, then round the f32 bit pattern to nearest even.
 
@@ -187,7 +215,12 @@ def nearest_even_by_bits(lanes: Elementwise, x: ir.Value, fmt: NarrowFloat) -> i
     code = arith.select(is_subnormal, subnormal, normal)
     sign = arith.andi(arith.shrui(bits, lanes.int(32 - fmt.bits)), lanes.int(fmt.sign_bit))
     is_nan = arith.cmpf(arith.CmpFPredicate.UNO, x, x)
-    return arith.select(is_nan, lanes.int(fmt.nan_code), arith.ori(code, sign))
+    return arith.select(is_nan, lanes.int(_nan_result(fmt)), arith.ori(code, sign))
+
+
+def _nan_result(fmt: NarrowFloat) -> int:
+    """What NaN converts to: the format's NaN, or +max for formats without one (E2M1)."""
+    return fmt.nan_code if fmt.nan_code is not None else fmt.max_finite_code
 
 
 # E8M0 rounding of the f32 mantissa m (23 bits) for exponent field e:

@@ -1,0 +1,5 @@
+"""Kernels built on the toolkit: CuTeDSL kernels compiled through `lowering.prelowering()`.
+
+`kernels.nvfp4`: NVFP4 quantize/dequantize (torch API, CuTeDSL kernels);
+`kernels.reference`: their numpy/ml_dtypes reference.
+"""

@@ -1,0 +1,356 @@
+"""NVFP4 quantize / dequantize: CuTeDSL kernels and a torch API.
+
+NVFP4 (TensorRT-LLM's recipe, `cvt_warp_fp16_to_fp4` in
+tensorrt_llm/kernels/quantization.cuh, https://github.com/NVIDIA/TensorRT-LLM): E2M1
+values packed two per byte (element 2i in the low nibble), one E4M3 scale per 16
+consecutive elements of a row, one f32 global scale per tensor.
+
+    SF      = global * (block_amax * (1/6 as f32))
+    SF_fp8  = E4M3(SF)                                 `.to(cutlass.Float8E4M3FN)`: RNE, satfinite
+    scale   = SF_fp8 != 0 ? 1 / (SF_fp8 * (1/global)) : 0     IEEE-rounded reciprocals
+    q       = E2M1(x * scale)                          `.to(cutlass.Float4E2M1FN)`: RNE, satfinite
+
+NaN/inf policy: see `kernels/reference.py` (block amax ignores NaN; NaN -> +6, ±inf -> ±6).
+
+The kernels use CuTeDSL's plain conversions and are compiled inside
+`lowering.prelowering()` ("auto"): on sm_90a our select passes rewrite the FP4
+conversions (there is no FP4 cvt before sm_100a), on sm_100a CuTeDSL's hardware path
+stays. `variant="fptosi"` builds a comparison kernel whose E2M1 code comes from
+`Int32(roundeven(clamp(...)))` and runs the bounded `fptosi-to-select` pass too.
+
+Layout of the work: a row-major [M, K] tensor with K % 16 == 0 is a flat array of
+N = M*K elements whose 16-element blocks never cross a row, so the kernel sees 1-D
+tensors: x [N], packed bytes [N/2], scale bytes [N/16]. Thread t of CTA c handles
+blocks (c * BLOCKS_PER_THREAD + i) * THREADS + t, i < BLOCKS_PER_THREAD: a warp's
+loads of one step cover 1 KiB of consecutive bf16. Each block is 32 B (bf16) in, two
+16-byte loads; 8 B of codes out (one 8-byte store) and 1 B of scale.
+
+Importing this module needs neither torch nor a GPU; the compile functions work
+without a GPU (fake tensors) for any target.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+from cutlass.cute.runtime import make_fake_compact_tensor
+
+import lowering
+
+# --- tuning knobs ---------------------------------------------------------------
+THREADS = 256  # threads per CTA
+BLOCKS_PER_THREAD = 4  # 16-element blocks each thread quantizes (loads issued together)
+DEQ_BLOCKS_PER_THREAD = 2  # the same for dequantize
+BLOCK = 16  # elements per E4M3 scale (NVFP4)
+
+F32 = cutlass.Float32
+FP4 = cutlass.Float4E2M1FN
+FP8 = cutlass.Float8E4M3FN
+INPUT_TYPES = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16, "float32": cutlass.Float32}
+OUTPUT_TYPES = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16, "float32": cutlass.Float32}
+VARIANTS = ("plain", "fptosi")
+
+
+def fptosi_pipeline(arch: str) -> str:
+    """`auto` plus the bounded float-to-int rewrite, for the comparison build."""
+    return (
+        "builtin.module(ptx-float-operands,fptosi-to-select,"
+        f"truncf-to-select{{arch={arch}}},extf-to-select{{arch={arch}}})"
+    )
+
+
+# --- the E2M1 conversion, two ways ------------------------------------------------
+def e2m1_plain(y: cute.TensorSSA) -> cute.TensorSSA:
+    """16 f32 -> 16 E2M1 codes packed in 2 x u32: CuTeDSL's own conversion."""
+    return y.to(FP4).bitcast(cutlass.Uint32)
+
+
+def e2m1_fptosi(y: cute.TensorSSA) -> cute.TensorSSA:
+    """The same codes from three clamped integer roundings (bit-exact, see below).
+
+    On a = 2|y| the E2M1 magnitudes are 0,1,2,3,4,6,8,12 (codes 0..7). RNE to that
+    grid with ties to the even code is, piecewise, RNE to the integers on [0, 4], to
+    even integers on [4, 8], to multiples of 4 on [8, 12]:
+        code = re(clamp(a, 0, 4)) + re(clamp(a/2, 2, 4)) + re(clamp(a/4, 2, 3)) - 4
+    (each tie of the E2M1 grid lands on a .5 of exactly one term, which rounds to the
+    even code). Saturation is the clamps; NaN clamps to each upper bound (NaN-quiet
+    min/max), code 7 = +6, and the sign bit is dropped for NaN (the +6 policy).
+    """
+    a = abs(y) * 2.0
+    lo = cute.math.roundeven(cute.math.clamp(a, cute.full_like(a, 0.0), cute.full_like(a, 4.0)))
+    mid = cute.math.roundeven(cute.math.clamp(a * 0.5, cute.full_like(a, 2.0), cute.full_like(a, 4.0)))
+    hi = cute.math.roundeven(cute.math.clamp(a * 0.25, cute.full_like(a, 2.0), cute.full_like(a, 3.0)))
+    code = lo.to(cutlass.Int32) + mid.to(cutlass.Int32) + hi.to(cutlass.Int32) - 4
+    bits = cute.TensorSSA(y.bitcast(cutlass.Int32), y.shape, cutlass.Int32)  # bitcast flattens the shape
+    negative = bits < 0  # the sign bit: -0 and tiny negatives give -0
+    code = code + cute.where(negative, cute.full_like(code, 8), cute.full_like(code, 0))
+    code = cute.where(y == y, code, cute.full_like(code, 7))  # NaN -> +6
+    return code.to(cutlass.Int4).bitcast(cutlass.Uint32)
+
+
+# --- the algorithm on one block ----------------------------------------------------
+def _quantize_block(x16, gs, inv_gs, to_e2m1):
+    """16 input values -> (2 x u32 of E2M1 codes, E4M3 scale)."""
+    v = x16.to(F32)
+    amax = F32(0.0)  # fmax ignores NaN; starting at 0 keeps amax a number
+    for i in range(BLOCK):  # unrolled at trace time: a tree of FMNMX with |.|
+        amax = cute.arch.fmax(amax, abs(v[i]))
+    sf = cutlass.Float8E4M3FN(gs * (amax * F32(1.0 / 6.0)))  # 1/6 rounded to f32 once, here
+    sf_f = F32(sf)
+    scale = cutlass.select_(sf_f != F32(0.0), F32(1.0) / (sf_f * inv_gs), F32(0.0))
+    return to_e2m1(v * scale), sf
+
+
+def _make_quantize(variant: str, per_thread: int):
+    to_e2m1 = e2m1_fptosi if variant == "fptosi" else e2m1_plain
+    step = THREADS * per_thread
+
+    @cute.kernel
+    def quantize_kernel(x: cute.Tensor, q: cute.Tensor, s: cute.Tensor, g: cute.Tensor):
+        # tile: x as [16, blocks]; codes as [2 x u32, blocks]; scales as [blocks] of E4M3
+        xb = cute.zipped_divide(x, (BLOCK,))
+        qb = cute.zipped_divide(q, (2,))
+        sb = cute.recast_tensor(s, FP8)
+        blocks = cute.size(xb, mode=[1])
+        tidx, _, _ = cute.arch.thread_idx()
+        bidx, _, _ = cute.arch.block_idx()
+        first = bidx * step + tidx
+        gs = g[0]
+        inv_gs = F32(1.0) / gs
+        if bidx * step + step <= blocks:
+            # whole tile in range: load every block first, then compute and store
+            tiles = [xb[(None, first + i * THREADS)].load() for i in range(per_thread)]
+            for i in cutlass.range_constexpr(per_thread):
+                codes, sf = _quantize_block(tiles[i], gs, inv_gs, to_e2m1)
+                qb[(None, first + i * THREADS)].store(codes)
+                sb[first + i * THREADS] = sf
+        else:
+            # the tail: predicated per block (blocks never cross rows, so no partial block)
+            for i in cutlass.range_constexpr(per_thread):
+                b = first + i * THREADS
+                if b < blocks:
+                    codes, sf = _quantize_block(xb[(None, b)].load(), gs, inv_gs, to_e2m1)
+                    qb[(None, b)].store(codes)
+                    sb[b] = sf
+
+    @cute.jit
+    def quantize(x: cute.Tensor, q: cute.Tensor, s: cute.Tensor, g: cute.Tensor, stream: cuda.CUstream):
+        blocks = cute.size(x) // BLOCK
+        grid = (blocks + step - 1) // step
+        quantize_kernel(x, q, s, g).launch(grid=(grid, 1, 1), block=(THREADS, 1, 1), stream=stream)
+
+    return quantize
+
+
+def _make_dequantize(out_type):
+    step = THREADS * DEQ_BLOCKS_PER_THREAD
+
+    @cute.kernel
+    def dequantize_kernel(q: cute.Tensor, s: cute.Tensor, g: cute.Tensor, y: cute.Tensor):
+        qb = cute.zipped_divide(q, (2,))
+        sb = cute.recast_tensor(s, FP8)
+        yb = cute.zipped_divide(y, (BLOCK,))
+        blocks = cute.size(yb, mode=[1])
+        tidx, _, _ = cute.arch.thread_idx()
+        bidx, _, _ = cute.arch.block_idx()
+        inv_gs = F32(1.0) / g[0]
+        for i in cutlass.range_constexpr(DEQ_BLOCKS_PER_THREAD):
+            b = bidx * step + i * THREADS + tidx
+            if b < blocks:
+                values = qb[(None, b)].load().bitcast(FP4).to(F32)  # exact
+                sf = F32(sb[b])  # exact
+                yb[(None, b)].store(((values * sf) * inv_gs).to(out_type))
+
+    @cute.jit
+    def dequantize(q: cute.Tensor, s: cute.Tensor, g: cute.Tensor, y: cute.Tensor, stream: cuda.CUstream):
+        blocks = cute.size(y) // BLOCK
+        grid = (blocks + step - 1) // step
+        dequantize_kernel(q, s, g, y).launch(grid=(grid, 1, 1), block=(THREADS, 1, 1), stream=stream)
+
+    return dequantize
+
+
+# --- compile (no GPU needed) ------------------------------------------------------
+def _fake_args_quantize(in_type):
+    n = cute.sym_int32(divisibility=BLOCK)
+    return (
+        make_fake_compact_tensor(in_type, (n,), assumed_align=16),
+        make_fake_compact_tensor(cutlass.Uint32, (cute.sym_int32(divisibility=2),), assumed_align=16),
+        make_fake_compact_tensor(cutlass.Uint8, (cute.sym_int32(),), assumed_align=4),
+        make_fake_compact_tensor(F32, (1,), assumed_align=4),
+    )
+
+
+def _fake_args_dequantize(out_type):
+    return (
+        make_fake_compact_tensor(cutlass.Uint32, (cute.sym_int32(divisibility=2),), assumed_align=16),
+        make_fake_compact_tensor(cutlass.Uint8, (cute.sym_int32(),), assumed_align=4),
+        make_fake_compact_tensor(F32, (1,), assumed_align=4),
+        make_fake_compact_tensor(out_type, (cute.sym_int32(divisibility=BLOCK),), assumed_align=16),
+    )
+
+
+def _stream_arg():
+    return cuda.CUstream(0)
+
+
+def _build(fn, args, arch: str, pipeline: str):
+    opts = f"--gpu-arch {arch}" if arch else None
+    with lowering.prelowering(pipeline):
+        return cute.compile(fn, *args, _stream_arg(), **({"options": opts} if opts else {}))
+
+
+@functools.cache
+def compile_quantize(in_dtype: str = "bfloat16", arch: str = "sm_90a", variant: str = "plain", per_thread: int = BLOCKS_PER_THREAD):
+    """The compiled quantize kernel for `in_dtype` ('bfloat16', 'float16', 'float32') and `arch`.
+
+    `variant`: "plain" (`.to(Float4E2M1FN)`) or "fptosi" (the comparison build).
+    `per_thread`: 16-element blocks per thread (the tuning knob, overridable for
+    measurements). Works without a GPU for any arch.
+    """
+    if in_dtype not in INPUT_TYPES:
+        raise ValueError(f"input dtype must be one of {sorted(INPUT_TYPES)}, not {in_dtype!r}")
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
+    pipeline = fptosi_pipeline(arch) if variant == "fptosi" else "auto"
+    return _build(_make_quantize(variant, per_thread), _fake_args_quantize(INPUT_TYPES[in_dtype]), arch, pipeline)
+
+
+@functools.cache
+def compile_dequantize(out_dtype: str = "bfloat16", arch: str = "sm_90a"):
+    if out_dtype not in OUTPUT_TYPES:
+        raise ValueError(f"output dtype must be one of {sorted(OUTPUT_TYPES)}, not {out_dtype!r}")
+    return _build(_make_dequantize(OUTPUT_TYPES[out_dtype]), _fake_args_dequantize(OUTPUT_TYPES[out_dtype]), arch, "auto")
+
+
+# --- torch API ----------------------------------------------------------------------
+def _torch():
+    import torch
+
+    return torch
+
+
+def _arch_of(device) -> str:
+    torch = _torch()
+    major, minor = torch.cuda.get_device_capability(device)
+    return f"sm_{major}{minor}a" if major >= 9 else f"sm_{major}{minor}"
+
+
+def _cute(t, align: int):
+    from cutlass.cute.runtime import from_dlpack
+
+    return from_dlpack(t.detach().reshape(-1), assumed_align=align).mark_layout_dynamic()
+
+
+def _stream(torch, device):
+    return cuda.CUstream(torch.cuda.current_stream(device).cuda_stream)
+
+
+def _check_cuda_2d(torch, name, t):
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.dim() != 2:
+        raise ValueError(f"{name} must be 2-D [M, K], got shape {tuple(t.shape)}")
+    if not t.is_contiguous():
+        raise ValueError(f"{name} must be contiguous (row-major); call .contiguous() first")
+
+
+def _check_device(name, t):
+    if t.device.type != "cuda":
+        raise ValueError(f"{name} must be on a CUDA device, got {t.device}")
+
+
+def _check_global_scale(torch, global_scale, device):
+    """A float32 one-element tensor on `device` (a Python number is moved there)."""
+    if isinstance(global_scale, (int, float)) and not isinstance(global_scale, bool):
+        return torch.tensor(float(global_scale), dtype=torch.float32, device=device)
+    if not isinstance(global_scale, torch.Tensor):
+        raise TypeError(f"global_scale must be a float32 torch.Tensor with one element, got {type(global_scale).__name__}")
+    if global_scale.dtype != torch.float32 or global_scale.numel() != 1:
+        raise ValueError(
+            f"global_scale must be a float32 tensor with one element, got {global_scale.dtype} of shape {tuple(global_scale.shape)}"
+        )
+    if global_scale.device != device:
+        raise ValueError(f"global_scale must be on {device}, got {global_scale.device}")
+    return global_scale
+
+
+def compute_global_scale(x):
+    """448 * 6 / amax(|x|) over the finite elements (1 when that is 0), as a 0-d f32 tensor on x's device."""
+    torch = _torch()
+    a = x.detach().abs().float()
+    amax = torch.where(torch.isfinite(a), a, torch.zeros((), device=a.device)).amax()
+    return torch.where(amax > 0, torch.tensor(448.0 * 6.0, device=a.device) / amax, torch.ones((), device=a.device))
+
+
+def quantize(x, global_scale=None, swizzle: bool = False, *, variant: str = "plain"):
+    """[M, K] bf16/fp16/fp32 CUDA tensor -> (packed uint8 [M, K//2], scales float8_e4m3fn [M, K//16], global f32 0-d).
+
+    `global_scale`: a float32 tensor of one element on x's device, or None to compute
+    448*6/amax(|x|) on the device (no host sync). `swizzle=True` (Blackwell's 128x4
+    scale tiles) is not implemented. `variant="fptosi"`: the comparison build.
+    """
+    torch = _torch()
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+    names = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
+    if x.dtype not in names:
+        raise TypeError(f"x must be bfloat16, float16 or float32, got {x.dtype}")
+    _check_cuda_2d(torch, "x", x)
+    m, k = x.shape
+    if k % BLOCK:
+        raise ValueError(f"K (x.shape[1] = {k}) must be a multiple of {BLOCK}")
+    if m * k >= 2**31:
+        raise ValueError(f"x has {m * k} elements; at most 2^31 - 1 are supported (32-bit indexing)")
+    if swizzle:
+        raise NotImplementedError("swizzled 128x4 scale layout is not implemented yet")
+    _check_device("x", x)
+    if global_scale is None:
+        global_scale = compute_global_scale(x)
+    global_scale = _check_global_scale(torch, global_scale, x.device)
+    global_scale = global_scale.reshape(()).contiguous()
+    packed = torch.empty((m, k // 2), dtype=torch.uint8, device=x.device)
+    scales = torch.empty((m, k // BLOCK), dtype=torch.uint8, device=x.device)
+    if m * k:
+        fn = compile_quantize(names[x.dtype], _arch_of(x.device), variant)
+        fn(_cute(x, 16), _cute(packed.view(torch.int32), 16), _cute(scales, 4), _cute(global_scale.reshape(1), 4), _stream(torch, x.device))
+    return packed, scales.view(torch.float8_e4m3fn), global_scale
+
+
+def dequantize(packed, scales, global_scale, dtype=None):
+    """(packed uint8 [M, K//2], scales float8_e4m3fn [M, K//16], global f32) -> [M, K] of `dtype` (bf16 default)."""
+    torch = _torch()
+    dtype = torch.bfloat16 if dtype is None else dtype
+    names = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
+    if dtype not in names:
+        raise TypeError(f"dtype must be bfloat16, float16 or float32, got {dtype}")
+    _check_cuda_2d(torch, "packed", packed)
+    _check_cuda_2d(torch, "scales", scales)
+    if packed.dtype != torch.uint8:
+        raise TypeError(f"packed must be uint8, got {packed.dtype}")
+    if scales.dtype not in (torch.float8_e4m3fn, torch.uint8):
+        raise TypeError(f"scales must be float8_e4m3fn (or its uint8 bits), got {scales.dtype}")
+    m, half = packed.shape
+    if half % (BLOCK // 2) or tuple(scales.shape) != (m, half * 2 // BLOCK):
+        raise ValueError(
+            f"shapes do not match: packed {tuple(packed.shape)} needs scales ({m}, {half * 2 // BLOCK}) "
+            f"and K = {half * 2} a multiple of {BLOCK}; got scales {tuple(scales.shape)}"
+        )
+    _check_device("packed", packed)
+    if packed.device != scales.device:
+        raise ValueError(f"packed and scales must be on one device, got {packed.device} and {scales.device}")
+    global_scale = _check_global_scale(torch, global_scale, packed.device)
+    out = torch.empty((m, half * 2), dtype=dtype, device=packed.device)
+    if out.numel():
+        fn = compile_dequantize(names[dtype], _arch_of(packed.device))
+        fn(
+            _cute(packed.view(torch.int32), 16),
+            _cute(scales.view(torch.uint8), 4),
+            _cute(global_scale.reshape(1).contiguous(), 4),
+            _cute(out, 16),
+            _stream(torch, packed.device),
+        )
+    return out
