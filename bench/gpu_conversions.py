@@ -90,8 +90,12 @@ def pipeline_for(emit: str) -> str:
 
 
 def compile_form(jit_fn, args, form: str, record: dict | None = None):
-    """cute.compile with our passes in the trace-finalize hook (none for `native`)."""
-    kwargs = {}
+    """cute.compile with our passes in the trace-finalize hook (none for `native`).
+
+    PTX and cubin are kept through the compile's own options, so they are there
+    whatever CUTE_DSL_KEEP was when CuTeDSL was first imported (e.g. under pytest).
+    """
+    kwargs = {"options": "--keep-ptx --keep-cubin"}
     if form != "native":
 
         def hook(_owner, module, _name):

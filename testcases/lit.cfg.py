@@ -15,6 +15,6 @@ for name in ("PATH", "PYTHONPATH", "HOME", "VIRTUAL_ENV"):
     if name in os.environ:
         config.environment[name] = os.environ[name]
 
-for tool in ("lowering-opt", "filecheck"):
+for tool in ("lowering-opt", "lowering-repro", "filecheck"):
     if shutil.which(tool, path=os.environ.get("PATH")) is None:
         lit_config.fatal(f"'{tool}' is not on PATH: install the project with its test extras first")

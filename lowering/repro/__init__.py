@@ -1,0 +1,1 @@
+"""Reproducers of CuTeDSL compile failures: `lowering-repro` (see `lowering/repro/cli.py`)."""

@@ -1,0 +1,12 @@
+// fp8-e5m2-extf-sm80: FP8 E5M2 -> f32 conversion fails on targets without the cvt instruction
+// arith.extf vector<8xf8E5M2> to vector<8xf32> (TensorSSA.to(cutlass.Float32))
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @kernel(%src: !llvm.ptr<1>, %dst: !llvm.ptr<1>) kernel {
+      %x = llvm.load %src : !llvm.ptr<1> -> vector<8xf8E5M2>
+      %y = arith.extf %x : vector<8xf8E5M2> to vector<8xf32>
+      llvm.store %y, %dst : vector<8xf32>, !llvm.ptr<1>
+      gpu.return
+    }
+  }
+}

@@ -1,0 +1,23 @@
+// lowering-repro: bad input gets a located error and exit code 1, never a traceback.
+
+// RUN: not lowering-repro run no-such-case 2>&1 | filecheck %s --check-prefix=BADNAME
+// BADNAME: lowering-repro: error: no reproducer named 'no-such-case' (see 'lowering-repro list')
+// BADNAME-NOT: Traceback
+
+// RUN: not lowering-repro run fp4-truncf-sm90a --arch sm_90a,sm90 2>&1 | filecheck %s --check-prefix=BADARCH
+// BADARCH: <command-line>:1:8: error: not a CUDA target architecture: 'sm90' (expected e.g. sm_90a, sm_100a) (in '--arch sm_90a,sm90')
+// BADARCH-NOT: Traceback
+
+// RUN: not lowering-repro report no-such-case 2>&1 | filecheck %s --check-prefix=BADREPORT
+// BADREPORT: lowering-repro: error: no reproducer named 'no-such-case'
+
+// RUN: not lowering-repro reduce %S/does-not-exist.mlir --error x 2>&1 | filecheck %s --check-prefix=NOFILE
+// NOFILE: lowering-repro: error: cannot read '{{.*}}does-not-exist.mlir': No such file or directory
+
+// RUN: lowering-repro list | filecheck %s --check-prefix=LIST
+// LIST-DAG: fp4-truncf-sm90a {{ *}}sm_90a,sm_80
+// LIST-DAG: inline-ptx-f32-constant {{ *}}sm_90a,sm_100a,sm_80
+
+// RUN: lowering-repro run inline-ptx-f32-constant --arch sm_100a | filecheck %s --check-prefix=STATUS
+// STATUS: CuTeDSL {{[0-9.]+}}, opt-level 3
+// STATUS: inline-ptx-f32-constant {{ *}}sm_100a {{ *}}reproduces {{ *}}ok
