@@ -25,6 +25,7 @@ class Case:
     compiles_on: list[str]
     workaround: str | None
     recorded: dict = field(default_factory=dict)  # version -> arch -> [status, workaround]
+    error_also: list[str] = field(default_factory=list)  # the same failure worded by another toolkit
     meta: dict = field(default_factory=dict)
 
     @property
@@ -40,7 +41,8 @@ class Case:
     def classify(self, arch: str, ok: bool, error: str) -> str:
         if ok:
             return "fixed"
-        return "reproduces" if self.error_for(arch) in error else "changed"
+        texts = [self.error, *self.error_also]
+        return "reproduces" if any(t.replace("{arch}", arch) in error for t in texts) else "changed"
 
 
 def load_cases(root: Path = REPRODUCERS) -> dict[str, Case]:
@@ -54,6 +56,7 @@ def load_cases(root: Path = REPRODUCERS) -> dict[str, Case]:
             construct=meta["construct"],
             stage=meta["stage"],
             error=meta["error"],
+            error_also=list(meta.get("error_also", [])),
             archs=list(meta["archs"]),
             compiles_on=list(meta.get("compiles_on", [])),
             workaround=meta.get("workaround") or None,
