@@ -3,9 +3,12 @@
     python bench/pass_throughput.py [--ops 100000] [--repeat 3]
 
 Prints ops/s for each pass alone and for the full list; the goal is the full list in
-<= 1 s on the 100k-op module. The synthetic module mimics a conversion-heavy kernel
-body: per group of 10 ops, 4 are candidates (a floor folded into an fptosi, two
-bitcasts, an inline asm) and the rest plain arithmetic the passes must skip.
+<= 1 s on the 100k-op module. Two synthetic mixes, both reported:
+- `kernel`: the body of an FMHA softmax step with exp2 on the FMA units (the shape of
+  examples/exp2_on_fma.mlir): per 20 ops a floor folded into an fptosi and two
+  bitcasts, 15% candidates, the rest arithmetic the passes must skip;
+- `stress`: per 10 ops a floor + fptosi, two bitcasts, an inline asm and an inline
+  PTX with a float constant: half the ops get rewritten.
 """
 
 from __future__ import annotations
@@ -31,12 +34,33 @@ GROUP = """    %a{i} = arith.addf %x, %c : f32
     %q{i} = llvm.inline_asm "cvt.rni.s32.f32 $0, $1;", "=r,f" %m{i} : (f32) -> i32
     %p{i} = nvvm.inline_ptx "add.f32 {{$w0}}, {{$r0}}, {{$r1}};" ro(%m{i}, %c : f32, f32) -> f32
 """
-OPS_PER_GROUP = 10
+KERNEL_GROUP = """    %s{i} = arith.mulf %x, %c : f32
+    %f{i} = math.floor %s{i} : f32
+    %r{i} = arith.subf %s{i}, %f{i} : f32
+    %p1{i} = arith.mulf %r{i}, %c : f32
+    %p2{i} = arith.addf %p1{i}, %c : f32
+    %p3{i} = arith.mulf %p2{i}, %r{i} : f32
+    %p4{i} = arith.addf %p3{i}, %c : f32
+    %p5{i} = arith.mulf %p4{i}, %r{i} : f32
+    %p6{i} = arith.addf %p5{i}, %c : f32
+    %b{i} = arith.bitcast %p6{i} : f32 to i32
+    %n{i} = arith.fptosi %f{i} : f32 to i32
+    %h{i} = arith.shli %n{i}, %k : i32
+    %e{i} = arith.addi %b{i}, %h{i} : i32
+    %v{i} = arith.bitcast %e{i} : i32 to f32
+    %m{i} = arith.maximumf %v{i}, %x : f32
+    %a{i} = arith.addf %m{i}, %x : f32
+    %q{i} = arith.mulf %a{i}, %c : f32
+    %t{i} = arith.subf %q{i}, %x : f32
+    %u{i} = arith.mulf %t{i}, %t{i} : f32
+    %w{i} = arith.addf %u{i}, %q{i} : f32
+"""
+MIXES = {"kernel": (KERNEL_GROUP, 20), "stress": (GROUP, 10)}
 
 
-def synthetic_module(ops: int) -> str:
-    groups = ops // OPS_PER_GROUP
-    body = "".join(GROUP.format(i=i) for i in range(groups))
+def synthetic_module(ops: int, mix: str = "stress") -> str:
+    group, per_group = MIXES[mix]
+    body = "".join(group.format(i=i) for i in range(ops // per_group))
     return (
         "func.func @body(%x: f32) {\n"
         "    %c = arith.constant 1.5 : f32\n"
@@ -92,7 +116,8 @@ def main() -> None:
     parser.add_argument("--ops", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    report(f"synthetic module ({args.ops} ops requested)", synthetic_module(args.ops), args.repeat)
+    for mix in MIXES:
+        report(f"synthetic module, {mix} mix ({args.ops} ops requested)", synthetic_module(args.ops, mix), args.repeat)
     path = largest_kernel_ir()
     if path:
         with open(path, encoding="utf-8") as f:

@@ -25,9 +25,15 @@ func/math-specific LLVM conversions; `convert-to-llvm` covers func, arith, math,
 vector and cf through their conversion interfaces. Plain arith/math/vector/scf/llvm IR
 therefore runs; anything else (PTX inline asm, CuTe ops) is reported, not run.
 
-Speed (2-core CI machine): about 0.2 s per 2^24 elements for a select chain; the
-packed C entry is called through ctypes, which releases the GIL, so `run_chunks`
-overlaps kernel runs with the caller's numpy checking on two threads.
+Speed (2-core CI machine): LLVM vectorizes the loop; a select-chain conversion runs
+at 0.6-3 G elements/s (2^24 in 5-30 ms), JIT compilation takes 0.05-0.2 s (2 s for
+an 800-threshold chain). The packed C entry is called through ctypes, which releases
+the GIL, so `run_chunks` overlaps kernel runs with the caller's numpy checking on two
+threads: all 2^32 f32 patterns checked against a numpy reference take 25-60 s.
+
+What the host run does not model: a GPU kernel compiled with flush-to-zero, or with
+mul+add contracted into fma, may differ from these IEEE results in the last place
+of arithmetic that a rewrite performs in floating point.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
-from lowering.mlir import ir, passmanager
+from lowering.mlir import execution_engine, ir, passmanager
 
 __all__ = [
     "HostKernel",
@@ -234,11 +240,7 @@ def _left_conversions(module: ir.Module, src_type: str, dst_type: str, forbid: t
 
 
 def _execution_engine():
-    # The one bindings module lowering/mlir.py does not re-export: only this harness
-    # needs it, and importing it costs nothing for the passes.
-    from cutlass._mlir import execution_engine
-
-    return execution_engine.ExecutionEngine
+    return execution_engine()
 
 
 class HostKernel:

@@ -126,3 +126,10 @@ def plain_values():
 
 def _plain(value):
     return value
+
+
+def execution_engine():
+    """MLIR's host JIT class (`ExecutionEngine`), for running arith IR on the CPU in tests."""
+    from cutlass._mlir import execution_engine as engine
+
+    return engine.ExecutionEngine
