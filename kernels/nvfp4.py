@@ -290,8 +290,9 @@ def quantize(x, global_scale=None, swizzle: bool = False, *, variant: str = "pla
     """[M, K] bf16/fp16/fp32 CUDA tensor -> (packed uint8 [M, K//2], scales float8_e4m3fn [M, K//16], global f32 0-d).
 
     `global_scale`: a float32 tensor of one element on x's device, or None to compute
-    448*6/amax(|x|) on the device (no host sync). `swizzle=True` (Blackwell's 128x4
-    scale tiles) is not implemented. `variant="fptosi"`: the comparison build.
+    448*6/amax(|x|) on the device (no host sync). `swizzle=True` returns the scales in
+    the 128x4 tile layout Blackwell's block-scaled GEMMs read (`swizzle_scales`).
+    `variant="fptosi"`: the comparison build.
     """
     torch = _torch()
     if not isinstance(x, torch.Tensor):
@@ -305,8 +306,6 @@ def quantize(x, global_scale=None, swizzle: bool = False, *, variant: str = "pla
         raise ValueError(f"K (x.shape[1] = {k}) must be a multiple of {BLOCK}")
     if m * k >= 2**31:
         raise ValueError(f"x has {m * k} elements; at most 2^31 - 1 are supported (32-bit indexing)")
-    if swizzle:
-        raise NotImplementedError("swizzled 128x4 scale layout is not implemented yet")
     _check_device("x", x)
     if global_scale is None:
         global_scale = compute_global_scale(x)
@@ -317,7 +316,32 @@ def quantize(x, global_scale=None, swizzle: bool = False, *, variant: str = "pla
     if m * k:
         fn = compile_quantize(names[x.dtype], _arch_of(x.device), variant)
         fn(_cute(x, 16), _cute(packed.view(torch.int32), 16), _cute(scales, 4), _cute(global_scale.reshape(1), 4), _stream(torch, x.device))
-    return packed, scales.view(torch.float8_e4m3fn), global_scale
+    scales = scales.view(torch.float8_e4m3fn)
+    return packed, (swizzle_scales(scales) if swizzle else scales), global_scale
+
+
+SWIZZLE_ROWS, SWIZZLE_COLS = 128, 4  # one tile: 128 rows x 4 scales = 512 bytes
+
+
+def swizzle_scales(scales):
+    """[M, K/16] scales -> the 1-D 128x4-tile layout of Blackwell block-scaled GEMMs.
+
+    Rows are padded to a multiple of 128 and scale columns to a multiple of 4 with
+    zeros. Tiles follow each other row-major over (row tile, column tile); inside a
+    tile, scale (r, c) sits at byte (r % 32) * 16 + (r // 32) * 4 + c: four 32-row
+    slabs interleaved so that one 16-byte load holds row r's 4 scales of every slab.
+    """
+    torch = _torch()
+    rows, cols = scales.shape
+    tiles_r = -(-rows // SWIZZLE_ROWS)
+    tiles_c = -(-cols // SWIZZLE_COLS)
+    raw = scales.view(torch.uint8) if scales.dtype != torch.uint8 else scales
+    padded = torch.zeros((tiles_r * SWIZZLE_ROWS, tiles_c * SWIZZLE_COLS), dtype=torch.uint8, device=scales.device)
+    padded[:rows, :cols] = raw
+    # [tile_r, slab (r // 32), lane (r % 32), tile_c, c] -> [tile_r, tile_c, lane, slab, c]
+    tiled = padded.view(tiles_r, 4, 32, tiles_c, SWIZZLE_COLS).permute(0, 3, 2, 1, 4)
+    out = tiled.reshape(-1).contiguous()
+    return out.view(scales.dtype) if scales.dtype != torch.uint8 else out
 
 
 def dequantize(packed, scales, global_scale, dtype=None):

@@ -103,3 +103,23 @@ def dequantize(packed, scale_bits, global_scale, dtype=np.float32):
         inv_gs = F32(1) / F32(global_scale)
         out = (q * sf[..., None]) * inv_gs
     return out.reshape(m, half * 2).astype(np.float32).astype(dtype)
+
+
+def swizzled_offset(row: int, col: int, scale_cols: int) -> int:
+    """Byte offset of scale (row, col) in the 128x4-tile layout (cuBLAS's block-scaling
+    factor layout), written from its definition: tiles of 128 rows x 4 columns in
+    row-major tile order, 512 bytes each; inside, (row % 32) * 16 + (row // 32 % 4) * 4 + col % 4."""
+    tiles_c = -(-scale_cols // 4)
+    tile = (row // 128) * tiles_c + col // 4
+    return tile * 512 + (row % 32) * 16 + (row % 128 // 32) * 4 + col % 4
+
+
+def swizzle_scales(scale_bits: np.ndarray) -> np.ndarray:
+    """The reference swizzle, one scale at a time (zeros in the padding)."""
+    rows, cols = scale_bits.shape
+    size = -(-rows // 128) * 128 * -(-cols // 4) * 4
+    out = np.zeros(size, dtype=np.uint8)
+    for r in range(rows):
+        for c in range(cols):
+            out[swizzled_offset(r, c, cols)] = scale_bits[r, c]
+    return out

@@ -167,6 +167,18 @@ def test_dequantize_compiles(arch, dtype):
     nvfp4.compile_dequantize(dtype, arch)
 
 
+@pytest.mark.parametrize("shape", [(1, 1), (5, 3), (128, 4), (130, 5), (256, 8), (300, 448)])
+def test_swizzled_scales_match_the_layout_definition(shape):
+    torch = pytest.importorskip("torch")
+    from kernels import nvfp4
+
+    rng = np.random.default_rng(sum(shape))
+    bits = rng.integers(1, 256, size=shape, dtype=np.uint8)  # nonzero: padding shows
+    got = nvfp4.swizzle_scales(torch.from_numpy(bits).view(torch.float8_e4m3fn))
+    assert got.dtype == torch.float8_e4m3fn
+    np.testing.assert_array_equal(got.view(torch.uint8).numpy(), ref.swizzle_scales(bits))
+
+
 # --- GPU: bit-exact against the reference ---------------------------------------------------------
 def _cuda():
     torch = pytest.importorskip("torch")
@@ -292,3 +304,15 @@ def test_gpu_dequantize_and_round_trip(out_name):
         ref_err = float(np.sqrt(np.mean((r.astype(np.float32) - xs) ** 2)) / np.sqrt(np.mean(xs**2)))
         print(f"ROUNDTRIP {(m, k)} -> {out_name}: {y.numel()} elements, {bad} mismatches, rel rms err {err:.5f} (reference {ref_err:.5f})")
         assert bad == 0 and err == ref_err and err < 0.12
+
+
+@pytest.mark.gpu
+def test_gpu_swizzle_option():
+    torch = _cuda()
+    from kernels import nvfp4
+
+    x = torch.randn(300, 7168, device="cuda", dtype=torch.bfloat16)
+    _, plain, _ = nvfp4.quantize(x)
+    _, swizzled, _ = nvfp4.quantize(x, swizzle=True)
+    expected = ref.swizzle_scales(plain.view(torch.uint8).cpu().numpy())
+    np.testing.assert_array_equal(swizzled.view(torch.uint8).cpu().numpy(), expected)
