@@ -23,7 +23,14 @@
 // CHECK: %[[CODE:.*]] = arith.select %[[TOP]], %{{.*}}, %{{.*}} : vector<8xi1>, vector<8xi32>
 // CHECK: arith.cmpf uno, %arg0, %arg0 : vector<8xf32>
 // CHECK: %[[SIGNED:.*]] = arith.ori %[[CODE]], %{{.*}} : vector<8xi32>
-// CHECK: %[[NIBBLE:.*]] = arith.trunci %[[SIGNED]] : vector<8xi32> to vector<8xi4>
+// Eight 4-bit codes are packed into one i32 (lane 0 lowest), then viewed as nibbles.
+// CHECK: %[[L0:.*]] = vector.extract %[[SIGNED]][0] : i32 from vector<8xi32>
+// CHECK: %[[L1:.*]] = vector.extract %[[SIGNED]][1] : i32 from vector<8xi32>
+// CHECK: %[[FOUR:.*]] = arith.constant 4 : i32
+// CHECK: %[[S1:.*]] = arith.shli %[[L1]], %[[FOUR]] : i32
+// CHECK: arith.ori %[[L0]], %[[S1]] : i32
+// CHECK: %[[WORDS:.*]] = vector.from_elements %{{.*}} : vector<1xi32>
+// CHECK: %[[NIBBLE:.*]] = vector.bitcast %[[WORDS]] : vector<1xi32> to vector<8xi4>
 // CHECK: %[[Q:.*]] = arith.bitcast %[[NIBBLE]] : vector<8xi4> to vector<8xf4E2M1FN>
 // CHECK-NOT: arith.truncf
 // CHECK-NOT: fptosi
@@ -38,7 +45,7 @@
 // ARITH: math.fma
 // ARITH: arith.cmpi ult, %[[KEPT]]
 // ARITH: arith.cmpf uno, %arg0, %arg0
-// ARITH: arith.trunci %{{.*}} : vector<8xi32> to vector<8xi4>
+// ARITH: vector.bitcast %{{.*}} : vector<1xi32> to vector<8xi4>
 // ARITH-NOT: arith.truncf
 // ARITH-NOT: arith.cmpf {{u|o}}g
 // SM100-LABEL: func.func @e2m1_vector

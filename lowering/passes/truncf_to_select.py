@@ -55,7 +55,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from lowering.elementwise import Elementwise
 from lowering.formats import E2M1, E8M0, FORMATS, NarrowFloat
-from lowering.mlir import arith, element_type, ir, math_ops
+from lowering.mlir import arith, element_type, ir, math_ops, vector
 from lowering.registry import choice, flag, register_pass, text
 from lowering.rewriting import Leave, RewritePass
 from lowering.targets import lowers_natively, sm_version
@@ -138,8 +138,30 @@ class TruncfToSelect(RewritePass):
             code = e8m0_by_exponent(lanes, x, m.rounding)
         else:
             code = nearest_even_by_bits(lanes, x, m.fmt)
-        narrow = arith.trunci(lanes.type(ir.IntegerType.get_signless(m.fmt.bits)), code)
+        narrow_int = ir.IntegerType.get_signless(m.fmt.bits)
+        if m.fmt.bits == 4 and lanes.shape is not None and lanes.shape[0] % 8 == 0:
+            narrow = pack_nibbles(code, lanes.shape[0], narrow_int)
+        else:
+            narrow = arith.trunci(lanes.type(narrow_int), code)
         return [arith.bitcast(result_type, narrow)]
+
+
+def pack_nibbles(code: ir.Value, lanes: int, nibble: ir.Type) -> ir.Value:
+    """4-bit codes (one per i32 lane, each < 16) packed eight to an i32, lane 0 lowest.
+
+    Left to LLVM, a vector<16xi4> result is assembled and stored 16 bits at a time on
+    sm_90a (four 2-byte stores per 8 bytes); packed words keep the store one piece.
+    """
+    i32 = ir.IntegerType.get_signless(32)
+    words = []
+    for w in range(lanes // 8):
+        word = vector.extract(code, [], [8 * w])
+        for j in range(1, 8):
+            lane = vector.extract(code, [], [8 * w + j])
+            word = arith.ori(word, arith.shli(lane, arith.constant(i32, 4 * j)))
+        words.append(word)
+    packed = vector.from_elements(ir.VectorType.get([lanes // 8], i32), words)
+    return vector.bitcast(ir.VectorType.get([lanes], nibble), packed)
 
 
 def _sign_unless_nan(lanes: Elementwise, x: ir.Value, bits: ir.Value, fmt: NarrowFloat) -> ir.Value:

@@ -1,0 +1,89 @@
+"""FMHA forward on the GPU: our CuTeDSL kernel against torch SDPA (cuDNN / flash backends), same run.
+
+    python bench/fmha_bench.py --out DIR [--iters 20]
+
+TFLOP/s counts the two matmuls: 4 * B * H * S * S * D (half of that with causal), bf16
+inputs [B, S, H, D]. The peer is torch's scaled_dot_product_attention on [B, H, S, D]
+views restricted to its cuDNN and flash backends (whichever torch picks of the two).
+FlashAttention-4 is not installed on the GPU machine: not measured.
+Writes DIR/results.json (entries `fmha_<case>`: ours, peer, ratio = ours/peer, unit, gpu,
+date), merged into bench/results.json, and DIR/fmha_bench.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+CASES = [(4, 16, 4096, 128), (2, 16, 8192, 128), (4, 16, 4096, 64), (1, 32, 16384, 128)]
+
+
+def _time_ms(torch, fn, iters):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iters):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / iters
+
+
+def main():
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from kernels import fmha
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", type=pathlib.Path, required=True)
+    parser.add_argument("--iters", type=int, default=20)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    gpu = torch.cuda.get_device_name()
+    date = datetime.date.today().isoformat()
+    results, md = {}, ["| case | ours TFLOP/s | SDPA TFLOP/s | ratio | ours ms |", "| --- | --- | --- | --- | --- |"]
+    for b, h, s, d in CASES:
+        q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        qt, kt, vt = (t.transpose(1, 2).contiguous() for t in (q, k, v))
+        for causal in (False, True):
+            flops = 4 * b * h * s * s * d / (2 if causal else 1)
+            ours = _time_ms(torch, lambda: fmha.attention(q, k, v, causal=causal), args.iters)
+            with sdpa_kernel([SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION]):
+                peer = _time_ms(torch, lambda: torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal), args.iters)
+            name = f"fmha_b{b}_h{h}_s{s}_d{d}_{'causal' if causal else 'full'}"
+            t_ours, t_peer = flops / ours / 1e9, flops / peer / 1e9
+            results[name] = {
+                "ours": round(t_ours, 1),
+                "peer": round(t_peer, 1),
+                "ratio": round(t_ours / t_peer, 3),
+                "unit": "TFLOP/s (4*B*H*S^2*D, /2 causal; peer torch SDPA cuDNN/flash)",
+                "gpu": gpu,
+                "date": date,
+                "ours_ms": round(ours, 3),
+                "peer_ms": round(peer, 3),
+            }
+            md.append(f"| {name} | {t_ours:.1f} | {t_peer:.1f} | {t_ours / t_peer:.3f} | {ours:.3f} |")
+            print(md[-1], flush=True)
+        del q, k, v, qt, kt, vt
+    merged = {}
+    existing = ROOT / "bench" / "results.json"
+    if existing.exists():
+        merged = json.loads(existing.read_text())
+    merged.update(results)
+    (args.out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    (args.out / "fmha_bench.md").write_text("\n".join(md) + "\n")
+    if existing.exists():
+        existing.write_text(json.dumps(merged, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,623 @@
+"""FMHA forward (FlashAttention-2 style): a CuTeDSL kernel on warp-level MMA and a torch API.
+
+    out, lse = fmha.attention(q, k, v, causal=True, window=(256, -1), sink=s, return_lse=True)
+
+q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D] (Hq a multiple of Hkv: MHA, GQA, MQA), bf16 or fp16,
+D in {64, 128}, any Sq, Sk (Sq != Sk allowed). Out [B, Sq, Hq, D] in the input dtype,
+LSE [B, Hq, Sq] fp32 (natural log).
+
+Semantics (FlashAttention's): query row i, key column j, offset = Sk - Sq (bottom-right
+aligned). Column j is visible to row i iff j < Sk and
+    j <= i + offset + right      (right >= 0; causal means right = 0)
+    j >= i + offset - left       (left >= 0)
+`window=(left, right)`, -1 meaning unbounded on that side. `sink` [Hq] fp32 is a
+per-head logit (already in softmax units, like gpt-oss / FA4's `learnable_sink`) that
+joins the softmax denominator and has no value:
+    out_i = sum_j exp(s_ij - LSE_i) v_j,  LSE_i = log(sum_j exp(s_ij) + exp(sink_h)),
+    s_ij = softmax_scale * q_i . k_j.
+A row with no visible column gives out = 0 and LSE = -inf (LSE = sink_h with a sink):
+never NaN.
+
+The kernel: one CTA of 4 warps per (128-query tile, q head, batch). Q tile in shared
+memory; K and V tiles of 64 keys stream through shared memory by cp.async (V of block n
+loads while S = Q K^T runs, K of block n-1 while softmax and P V run). S and O live in
+registers as mma.sync m16n8k16 accumulators (fp32); operands come from shared memory by
+ldmatrix (V by the transposing ldmatrix). Online softmax in registers: per row the
+running max m and sum l; each block rescales O by exp2((m_old - m_new) * c) with
+c = softmax_scale * log2(e) folded into one FFMA per score. Key blocks are visited from
+the last to the first; the loop bounds come from the causal/window limits of the query
+tile, so blocks fully outside them are never loaded nor computed, and only blocks that
+cross a limit (or the key tail) pay for the element mask. The epilogue normalizes O,
+writes it through shared memory with 16-byte stores, and writes the LSE.
+
+This path compiles for sm_80 and later (sm_90a, sm_100a) and is built inside
+`lowering.prelowering()`. Importing this module needs neither torch nor a GPU; the
+compile function works on fake arguments (pointers, sizes) for any target.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+from cutlass.cute.nvgpu import cpasync, warp
+from cutlass.cute.runtime import make_ptr
+
+import lowering
+
+# --- tuning knobs ---------------------------------------------------------------
+BLOCK_M = 128  # query rows per CTA
+BLOCK_N = 64  # keys per streamed K/V tile
+THREADS = 128  # 4 warps, 16 x (BLOCK_M / 64) rows of the MMA each
+HEAD_DIMS = (64, 128)
+DTYPES = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}
+ARCHS = ("sm_80", "sm_90a", "sm_100a")
+
+F32 = cutlass.Float32
+I32 = cutlass.Int32
+LOG2E = math.log2(math.e)
+LN2 = math.log(2.0)
+
+
+# --- register-view helpers (trace-time layout algebra) --------------------------------
+def _mn_view(acc: cute.Tensor) -> cute.Tensor:
+    """An mma.sync accumulator ((2 cols, 2 rows), MMA_M, MMA_N) seen as (rows, cols)."""
+    lay = cute.make_layout(acc.layout.shape)  # the same shape, compact column-major
+    rows = (lay.shape[0][1], lay.shape[1])
+    cols = (lay.shape[0][0], lay.shape[2])
+    mn = cute.make_layout(
+        (rows, cols),
+        stride=((lay.stride[0][1], lay.stride[1]), (lay.stride[0][0], lay.stride[2])),
+    )
+    return cute.make_tensor(acc.iterator, cute.composition(acc.layout, mn))
+
+
+def _as_operand_a(p: cute.Tensor) -> cute.Tensor:
+    """P as the A operand of the P V product: (4, MMA_M, MMA_N) -> ((4, 2), MMA_M, MMA_N / 2).
+
+    An m16n8k16 accumulator covers 8 columns; the A operand of the next MMA takes 16
+    columns (k), i.e. two neighbouring accumulator tiles.
+    """
+    d = cute.logical_divide(p.layout, (None, None, 2))
+    lay = cute.make_layout(
+        ((d.shape[0], d.shape[2][0]), d.shape[1], d.shape[2][1]),
+        stride=((d.stride[0], d.stride[2][0]), d.stride[1], d.stride[2][1]),
+    )
+    return cute.make_tensor(p.iterator, lay)
+
+
+def _quad_allreduce(x, op):
+    """The 4 threads of an MMA row group hold one row between them: butterfly over them."""
+    x = op(x, cute.arch.shuffle_sync_bfly(x, offset=2, mask=-1, mask_and_clamp=31))
+    return op(x, cute.arch.shuffle_sync_bfly(x, offset=1, mask=-1, mask_and_clamp=31))
+
+
+def _fmax(a, b):
+    return cute.arch.fmax(a, b)
+
+
+def _add(a, b):
+    return a + b
+
+
+class _Fmha:
+    """One compiled configuration: dtype, head dim and which masks exist (compile-time)."""
+
+    def __init__(self, dtype, head_dim: int, has_left: bool, has_right: bool, has_sink: bool):
+        self.dtype = dtype
+        self.d = head_dim
+        self.has_left = has_left
+        self.has_right = has_right
+        self.has_sink = has_sink
+
+    # --- host side: layouts, copies, launch ---------------------------------------
+    @cute.jit
+    def __call__(
+        self,
+        q_ptr: cute.Pointer,
+        k_ptr: cute.Pointer,
+        v_ptr: cute.Pointer,
+        o_ptr: cute.Pointer,
+        lse_ptr: cute.Pointer,
+        sink_ptr: cute.Pointer,
+        b: I32,
+        sq: I32,
+        sk: I32,
+        hq: I32,
+        hkv: I32,
+        scale_log2: F32,
+        left: I32,
+        right: I32,
+        stream: cuda.CUstream,
+    ):
+        d = self.d
+        dt = self.dtype
+        # [B, S, H, D] row-major; every stride but the last is a multiple of D (16 B aligned rows)
+        q_row = cute.assume(hq * d, divby=d)
+        kv_row = cute.assume(hkv * d, divby=d)
+        mQ = cute.make_tensor(q_ptr, cute.make_layout((b, sq, hq, d), stride=(cute.assume(sq * q_row, divby=d), q_row, d, 1)))
+        mO = cute.make_tensor(o_ptr, cute.make_layout((b, sq, hq, d), stride=(cute.assume(sq * q_row, divby=d), q_row, d, 1)))
+        kv_batch = cute.assume(sk * kv_row, divby=d)
+        mK = cute.make_tensor(k_ptr, cute.make_layout((b, sk, hkv, d), stride=(kv_batch, kv_row, d, 1)))
+        mV = cute.make_tensor(v_ptr, cute.make_layout((b, sk, hkv, d), stride=(kv_batch, kv_row, d, 1)))
+        mLSE = cute.make_tensor(lse_ptr, cute.make_layout((b, hq, sq), stride=(hq * sq, sq, 1)))
+        mSink = cute.make_tensor(sink_ptr, cute.make_layout((hq,), stride=(1,)))
+
+        # shared memory: 128-byte rows of 64 elements, XOR-swizzled (conflict-free ldmatrix)
+        atom = cute.make_composed_layout(cute.make_swizzle(3, 3, 3), 0, cute.make_layout((8, 64), stride=(64, 1)))
+        sQ_layout = cute.tile_to_shape(atom, (BLOCK_M, d), (0, 1))
+        sKV_layout = cute.tile_to_shape(atom, (BLOCK_N, d), (0, 1))
+
+        @cute.struct
+        class Smem:
+            q: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]
+            k: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
+            v: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
+
+        # global -> shared: 16-byte cp.async, 8 threads per 64-element row, 16 rows a pass
+        vec = 128 // dt.width
+        thr = cute.make_layout((THREADS // (64 // vec), 64 // vec), stride=(64 // vec, 1))
+        g2s = cute.make_tiled_copy_tv(
+            cute.make_copy_atom(cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), dt, num_bits_per_copy=128),
+            thr,
+            cute.make_layout((1, vec)),
+        )
+        # shared -> global for O: plain 16-byte copies, same thread layout
+        s2g = cute.make_tiled_copy_tv(
+            cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dt, num_bits_per_copy=128), thr, cute.make_layout((1, vec))
+        )
+        mma = cute.make_tiled_mma(
+            warp.MmaF16BF16Op(dt, F32, (16, 8, 16)),
+            (THREADS // 32, 1, 1),
+            permutation_mnk=(THREADS // 32 * 16, 16, 16),
+        )
+        grid = (cute.ceil_div(sq, BLOCK_M), hq, b)
+        self.kernel(
+            mQ, mK, mV, mO, mLSE, mSink, scale_log2, left, right, sQ_layout, sKV_layout, g2s, s2g, mma, Smem
+        ).launch(grid=grid, block=[THREADS, 1, 1], stream=stream)
+
+    # --- device side ------------------------------------------------------------------
+    @cute.kernel
+    def kernel(
+        self,
+        mQ: cute.Tensor,
+        mK: cute.Tensor,
+        mV: cute.Tensor,
+        mO: cute.Tensor,
+        mLSE: cute.Tensor,
+        mSink: cute.Tensor,
+        scale_log2: F32,
+        left: I32,
+        right: I32,
+        sQ_layout: cute.ComposedLayout,
+        sKV_layout: cute.ComposedLayout,
+        g2s: cute.TiledCopy,
+        s2g: cute.TiledCopy,
+        mma: cute.TiledMma,
+        Smem: cutlass.Constexpr,
+    ):
+        d = self.d
+        dt = self.dtype
+        tidx, _, _ = cute.arch.thread_idx()
+        m_block, head, batch = cute.arch.block_idx()
+        sq = mQ.shape[1]
+        sk = mK.shape[1]
+        group = mQ.shape[2] // mK.shape[2]
+        kv_head = head // group
+        offset = sk - sq  # bottom-right alignment of the masks
+        m0 = m_block * BLOCK_M
+
+        # --- which key blocks this query tile needs ---------------------------------
+        hi = sk
+        if cutlass.const_expr(self.has_right):
+            hi = cutlass.min(sk, m0 + BLOCK_M + offset + right)  # last row's last visible column + 1
+        hi = cutlass.max(hi, 0)
+        n_block_max = (hi + BLOCK_N - 1) // BLOCK_N
+        n_block_min = I32(0)
+        if cutlass.const_expr(self.has_left):
+            n_block_min = cutlass.max(m0 + offset - left, 0) // BLOCK_N
+        n_blocks = cutlass.max(n_block_max - n_block_min, 0)
+
+        # --- tiles -----------------------------------------------------------------------
+        gQ = cute.local_tile(mQ[batch, None, head, None], (BLOCK_M, d), (m_block, 0))
+        gK = cute.local_tile(mK[batch, None, kv_head, None], (BLOCK_N, d), (None, 0))
+        gV = cute.local_tile(mV[batch, None, kv_head, None], (BLOCK_N, d), (None, 0))
+
+        smem = cutlass.memory.SmemAllocator()
+        storage = smem.allocate(Smem)
+        sQ = storage.q.get_tensor(sQ_layout)
+        sK = storage.k.get_tensor(sKV_layout)
+        sV = storage.v.get_tensor(sKV_layout)
+        sVt = cute.composition(sV, cute.make_layout((d, BLOCK_N), stride=(BLOCK_N, 1)))  # (D, N) view
+
+        thr_g2s = g2s.get_slice(tidx)
+        tQg = thr_g2s.partition_S(gQ)
+        tQs = thr_g2s.partition_D(sQ)
+        tKg = thr_g2s.partition_S(gK)
+        tKs = thr_g2s.partition_D(sK)
+        tVg = thr_g2s.partition_S(gV)
+        tVs = thr_g2s.partition_D(sV)
+        # row coordinates (within a tile) of this thread's copies
+        tQc = thr_g2s.partition_S(cute.make_identity_tensor((BLOCK_M, d)))
+        tKVc = thr_g2s.partition_S(cute.make_identity_tensor((BLOCK_N, d)))
+
+        thr_mma = mma.get_slice(tidx)
+        tSrQ = thr_mma.make_fragment_A(thr_mma.partition_A(sQ))
+        tSrK = thr_mma.make_fragment_B(thr_mma.partition_B(sK))
+        tOrVt = thr_mma.make_fragment_B(thr_mma.partition_B(sVt))
+        acc_O = cute.make_rmem_tensor(thr_mma.partition_shape_C((BLOCK_M, d)), F32)
+        acc_O.fill(0.0)
+
+        s2r_q = cute.make_tiled_copy_A(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=False, num_matrices=4), dt), mma)
+        s2r_k = cute.make_tiled_copy_B(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=False, num_matrices=4), dt), mma)
+        s2r_v = cute.make_tiled_copy_B(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=True, num_matrices=4), dt), mma)
+        thr_s2r_q = s2r_q.get_slice(tidx)
+        thr_s2r_k = s2r_k.get_slice(tidx)
+        thr_s2r_v = s2r_v.get_slice(tidx)
+        tSsQ = thr_s2r_q.partition_S(sQ)
+        tSrQ_v = thr_s2r_q.retile(tSrQ)
+        tSsK = thr_s2r_k.partition_S(sK)
+        tSrK_v = thr_s2r_k.retile(tSrK)
+        tOsVt = thr_s2r_v.partition_S(sVt)
+        tOrVt_v = thr_s2r_v.retile(tOrVt)
+
+        # (row, col) within a (BLOCK_M, BLOCK_N) score tile for each accumulator element
+        tScS = _mn_view(thr_mma.partition_C(cute.make_identity_tensor((BLOCK_M, BLOCK_N))))
+
+        # softmax state per accumulator row of this thread (partial sums over its columns)
+        n_rows = acc_O.shape[0][0] * acc_O.shape[1]
+        row_max = cute.make_rmem_tensor((n_rows,), F32)
+        row_sum = cute.make_rmem_tensor((n_rows,), F32)
+        row_max.fill(-F32.inf)
+        row_sum.fill(0.0)
+
+        # --- prologue: Q, and K of the first visited block ---------------------------------
+        for m in cutlass.range_constexpr(cute.size(tQs.shape[1])):
+            if m0 + tQc[0, m, 0][0] < sq:
+                cute.copy(g2s, tQg[None, m, None], tQs[None, m, None])
+            else:
+                tQs[None, m, None].fill(0)
+        if n_blocks > 0:
+            self.load_kv(g2s, tKg, tKs, tKVc, n_block_max - 1, sk)
+        cute.arch.cp_async_commit_group()
+
+        # --- main loop: key blocks from the last to the first --------------------------------
+        for it in cutlass.range(n_blocks, unroll=1):
+            n_block = n_block_max - 1 - it
+            cute.arch.cp_async_wait_group(0)
+            cute.arch.barrier()  # K(n) is in; everyone is done with V(n+1)
+            self.load_kv(g2s, tVg, tVs, tKVc, n_block, sk)
+            cute.arch.cp_async_commit_group()
+
+            acc_S = cute.make_rmem_tensor(thr_mma.partition_shape_C((BLOCK_M, BLOCK_N)), F32)
+            acc_S.fill(0.0)
+            self.gemm(mma, acc_S, s2r_q, tSsQ, tSrQ_v, tSrQ, s2r_k, tSsK, tSrK_v, tSrK)
+
+            cute.arch.cp_async_wait_group(0)
+            cute.arch.barrier()  # V(n) is in; everyone is done with K(n)
+            if n_block > n_block_min:
+                self.load_kv(g2s, tKg, tKs, tKVc, n_block - 1, sk)
+            cute.arch.cp_async_commit_group()
+
+            n0 = n_block * BLOCK_N
+            need_mask = n0 + BLOCK_N > sk
+            if cutlass.const_expr(self.has_right):
+                need_mask = need_mask | (n0 + BLOCK_N - 1 > m0 + offset + right)
+            if cutlass.const_expr(self.has_left):
+                need_mask = need_mask | (n0 < m0 + BLOCK_M - 1 + offset - left)
+            if need_mask:
+                self.softmax(acc_S, acc_O, row_max, row_sum, scale_log2, tScS, m0, n0, sk, offset, left, right, True)
+            else:
+                self.softmax(acc_S, acc_O, row_max, row_sum, scale_log2, tScS, m0, n0, sk, offset, left, right, False)
+
+            rP = cute.make_fragment_like(acc_S, dt)
+            rP.store(acc_S.load().to(dt))
+            tOrP = _as_operand_a(rP)
+            self.gemm_pv(mma, acc_O, tOrP, s2r_v, tOsVt, tOrVt_v, tOrVt)
+
+        # --- epilogue: normalize, LSE, O through shared memory -------------------------------
+        acc_O_mn = _mn_view(acc_O)
+        lane = tidx % 4
+        for r in cutlass.range_constexpr(n_rows):
+            l = _quad_allreduce(row_sum[r], _add)
+            m2 = row_max[r] * scale_log2  # -inf for a row that saw nothing
+            scale = F32(0.0)
+            lse2 = -F32.inf
+            if cutlass.const_expr(self.has_sink):
+                s2 = mSink[head] * F32(LOG2E)
+                top = cute.arch.fmax(m2, s2)
+                e = cute.math.exp2(m2 - top, fastmath=True)
+                denom = l * e + cute.math.exp2(s2 - top, fastmath=True)
+                scale = e / denom
+                lse2 = top + cute.math.log2(denom, fastmath=True)
+            else:
+                empty = l == F32(0.0)
+                scale = cutlass.select_(empty, F32(0.0), F32(1.0) / cutlass.select_(empty, F32(1.0), l))
+                lse2 = cutlass.select_(empty, -F32.inf, m2 + cute.math.log2(cutlass.select_(empty, F32(1.0), l), fastmath=True))
+            acc_O_mn[r, None] = acc_O_mn[r, None].load() * scale
+            row = m0 + tScS[r, 0][0]
+            if lane == 0:
+                if row < sq:
+                    mLSE[batch, head, row] = lse2 * F32(LN2)
+
+        cute.arch.cp_async_wait_group(0)
+        cute.arch.barrier()  # all ldmatrix reads of sQ done (and Q's load, if no block ran)
+        rO = cute.make_fragment_like(acc_O, dt)
+        rO.store(acc_O.load().to(dt))
+        sO = cute.make_tensor(sQ.iterator, sQ_layout)
+        r2s = cute.make_tiled_copy_C(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dt), mma)
+        thr_r2s = r2s.get_slice(tidx)
+        cute.copy(r2s, thr_r2s.retile(rO), thr_r2s.partition_D(sO))
+        cute.arch.barrier()
+        gO = cute.local_tile(mO[batch, None, head, None], (BLOCK_M, d), (m_block, 0))
+        thr_s2g = s2g.get_slice(tidx)
+        tOs = thr_s2g.partition_S(sO)
+        tOg = thr_s2g.partition_D(gO)
+        tOr = cute.make_fragment_like(tOg, dt)
+        cute.copy(s2g, tOs, tOr)
+        for m in cutlass.range_constexpr(cute.size(tOg.shape[1])):
+            if m0 + tQc[0, m, 0][0] < sq:
+                cute.copy(s2g, tOr[None, m, None], tOg[None, m, None])
+
+    @cute.jit
+    def load_kv(self, g2s: cute.TiledCopy, tg: cute.Tensor, ts: cute.Tensor, tc: cute.Tensor, n_block: I32, sk: I32):
+        """cp.async one K or V tile; rows past the keys' end are zero-filled (no NaN * 0)."""
+        for n in cutlass.range_constexpr(cute.size(ts.shape[1])):
+            if n_block * BLOCK_N + tc[0, n, 0][0] < sk:
+                cute.copy(g2s, tg[None, n, None, n_block], ts[None, n, None])
+            else:
+                ts[None, n, None].fill(0)
+
+    @cute.jit
+    def gemm(self, mma, acc, s2r_a, tsA, trA_v, trA, s2r_b, tsB, trB_v, trB):
+        """acc += A B^T over the head dim, the next k-slice's ldmatrix ahead of the MMA."""
+        ks = cute.size(tsA.shape[2])
+        cute.copy(s2r_a, tsA[None, None, 0], trA_v[None, None, 0])
+        cute.copy(s2r_b, tsB[None, None, 0], trB_v[None, None, 0])
+        for k in cutlass.range_constexpr(ks):
+            if cutlass.const_expr(k + 1 < ks):
+                cute.copy(s2r_a, tsA[None, None, k + 1], trA_v[None, None, k + 1])
+                cute.copy(s2r_b, tsB[None, None, k + 1], trB_v[None, None, k + 1])
+            cute.gemm(mma, acc, trA[None, None, k], trB[None, None, k], acc)
+
+    @cute.jit
+    def gemm_pv(self, mma, acc, trP, s2r_v, tsV, trV_v, trV):
+        """acc_O += P V: P from registers, V^T by the transposing ldmatrix."""
+        ks = cute.size(trP.shape[2])
+        cute.copy(s2r_v, tsV[None, None, 0], trV_v[None, None, 0])
+        for k in cutlass.range_constexpr(ks):
+            if cutlass.const_expr(k + 1 < ks):
+                cute.copy(s2r_v, tsV[None, None, k + 1], trV_v[None, None, k + 1])
+            cute.gemm(mma, acc, trP[None, None, k], trV[None, None, k], acc)
+
+    @cute.jit
+    def softmax(
+        self,
+        acc_S: cute.Tensor,
+        acc_O: cute.Tensor,
+        row_max: cute.Tensor,
+        row_sum: cute.Tensor,
+        scale_log2: F32,
+        tScS: cute.Tensor,
+        m0: I32,
+        n0: I32,
+        sk: I32,
+        offset: I32,
+        left: I32,
+        right: I32,
+        masked: cutlass.Constexpr,
+    ):
+        """Online softmax of one score block; acc_S becomes P (unnormalized), O is rescaled."""
+        S = _mn_view(acc_S)
+        O = _mn_view(acc_O)
+        for r in cutlass.range_constexpr(cute.size(row_max)):
+            if cutlass.const_expr(masked):
+                row = m0 + tScS[r, 0][0]
+                hi = sk
+                if cutlass.const_expr(self.has_right):
+                    hi = cutlass.min(hi, row + offset + right + 1)
+                lo = I32(0)
+                if cutlass.const_expr(self.has_left):
+                    lo = row + offset - left
+                for c in cutlass.range_constexpr(cute.size(S.shape[1])):
+                    col = n0 + tScS[0, c][1]
+                    if col >= hi or col < lo:
+                        S[r, c] = -F32.inf
+            s_row = S[r, None].load()
+            m_blk = _quad_allreduce(s_row.reduce(cute.ReductionOp.MAX, -F32.inf, 0), _fmax)
+            m_old = row_max[r]
+            m_new = cute.arch.fmax(m_old, m_blk)
+            m_safe = cutlass.select_(m_new == -F32.inf, F32(0.0), m_new) * scale_log2  # a row with nothing yet
+            p = cute.math.exp2(s_row * scale_log2 - m_safe, fastmath=True)
+            corr = cute.math.exp2(m_old * scale_log2 - m_safe, fastmath=True)
+            row_sum[r] = row_sum[r] * corr + p.reduce(cute.ReductionOp.ADD, F32(0.0), 0)
+            O[r, None] = O[r, None].load() * corr
+            row_max[r] = m_new
+            S[r, None] = p
+
+
+# --- compile (no GPU needed) ------------------------------------------------------
+def _stream_arg():
+    return cuda.CUstream(0)
+
+
+def _normalize_window(causal: bool, window) -> tuple[int, int]:
+    left, right = (int(window[0]), int(window[1]))
+    left = -1 if left < 0 else left
+    right = -1 if right < 0 else right
+    if causal:
+        right = 0
+    return left, right
+
+
+@functools.cache
+def _compile(dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, arch: str):
+    dt = DTYPES[dtype]
+    kernel = _Fmha(dt, head_dim, has_left, has_right, has_sink)
+    gmem = cute.AddressSpace.gmem
+    args = (
+        make_ptr(dt, 16, gmem, assumed_align=16),
+        make_ptr(dt, 16, gmem, assumed_align=16),
+        make_ptr(dt, 16, gmem, assumed_align=16),
+        make_ptr(dt, 16, gmem, assumed_align=16),
+        make_ptr(F32, 16, gmem, assumed_align=4),
+        make_ptr(F32, 16, gmem, assumed_align=4),
+        I32(1), I32(1), I32(1), I32(1), I32(1),
+        F32(1.0), I32(0), I32(0),
+        _stream_arg(),
+    )  # fmt: skip
+    with lowering.prelowering():
+        return cute.compile(kernel, *args, options=f"--gpu-arch {arch}")
+
+
+def compile_attention(dtype: str = "bfloat16", head_dim: int = 128, causal: bool = False, window=(-1, -1), sink: bool = False, arch: str = "sm_90a"):
+    """The compiled FMHA forward for one configuration; works without a GPU for any arch.
+
+    `window` values only matter by their sign here (the sizes are runtime arguments), so
+    configurations that differ in the window's size share one compile.
+    """
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(DTYPES)}, not {dtype!r}")
+    if head_dim not in HEAD_DIMS:
+        raise ValueError(f"head_dim must be one of {HEAD_DIMS}, not {head_dim!r}")
+    left, right = _normalize_window(causal, window)
+    return _compile(dtype, head_dim, left >= 0, right >= 0, bool(sink), arch)
+
+
+# --- torch API ----------------------------------------------------------------------
+def _torch():
+    import torch
+
+    return torch
+
+
+def _arch_of(device) -> str:
+    torch = _torch()
+    major, minor = torch.cuda.get_device_capability(device)
+    return f"sm_{major}{minor}a" if major >= 9 else f"sm_{major}{minor}"
+
+
+def attention(q, k, v, causal: bool = False, window=(-1, -1), sink=None, softmax_scale=None, return_lse: bool = False, out_format: str = "bf16"):
+    """FMHA forward: q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D] (CUDA, contiguous, bf16/fp16) -> out [B, Sq, Hq, D].
+
+    causal: bottom-right aligned (query i sees keys j <= i + Sk - Sq). window=(left, right):
+    sliding window, -1 = unbounded (causal sets right = 0). sink: fp32 [Hq] per-head logit
+    joining the softmax denominator. softmax_scale: default 1/sqrt(D). return_lse: also
+    return LSE [B, Hq, Sq] fp32. out_format: "bf16" (the default; the output has the
+    input's dtype, bf16 or fp16) or "fp16"/"float16"/"bfloat16" (must match the input);
+    "nvfp4" raises NotImplementedError (not implemented yet).
+    """
+    torch = _torch()
+    if out_format == "nvfp4":
+        raise NotImplementedError("out_format='nvfp4' is not implemented yet")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    names = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
+    if q.dtype not in names:
+        raise TypeError(f"q must be bfloat16 or float16, got {q.dtype}")
+    if k.dtype != q.dtype or v.dtype != q.dtype:
+        raise TypeError(f"q, k, v must have one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    formats = {"bf16": None, "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16}
+    if out_format not in formats:
+        raise ValueError(f"out_format must be one of {sorted(formats) + ['nvfp4']}, not {out_format!r}")
+    if out_format not in ("bf16",) and formats[out_format] != q.dtype:
+        raise ValueError(f"out_format {out_format!r} must match the input dtype {q.dtype} (no conversion)")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.dim() != 4:
+            raise ValueError(f"{name} must be 4-D [B, S, H, D], got shape {tuple(t.shape)}")
+    bq, sq, hq, d = q.shape
+    bk, sk, hkv, dk = k.shape
+    if tuple(v.shape) != tuple(k.shape):
+        raise ValueError(f"k and v must have one shape, got {tuple(k.shape)} and {tuple(v.shape)}")
+    if bk != bq or dk != d:
+        raise ValueError(f"q {tuple(q.shape)} and k {tuple(k.shape)} must agree in batch and head dim")
+    if d not in HEAD_DIMS:
+        raise ValueError(f"head dim must be one of {HEAD_DIMS}, got {d}")
+    if hkv == 0 or hq % hkv:
+        raise ValueError(f"q heads ({hq}) must be a multiple of k/v heads ({hkv}) (MHA/GQA/MQA)")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not t.is_contiguous():
+            raise ValueError(f"{name} must be contiguous [B, S, H, D]; call .contiguous() first")
+    if max(q.numel(), k.numel(), bq * hq * sq) >= 2**31:
+        raise ValueError("tensors of 2^31 elements or more are not supported (32-bit indexing)")
+    if not isinstance(window, (tuple, list)) or len(window) != 2:
+        raise ValueError(f"window must be a pair (left, right), got {window!r}")
+    if softmax_scale is None:
+        softmax_scale = 1.0 / math.sqrt(d)
+    softmax_scale = float(softmax_scale)
+    if not (softmax_scale > 0 and math.isfinite(softmax_scale)):
+        raise ValueError(f"softmax_scale must be positive and finite, got {softmax_scale}")
+    if sink is not None:
+        if not isinstance(sink, torch.Tensor):
+            raise TypeError(f"sink must be a torch.Tensor [Hq], got {type(sink).__name__}")
+        if sink.dtype != torch.float32 or tuple(sink.shape) != (hq,):
+            raise ValueError(f"sink must be float32 of shape ({hq},), got {sink.dtype} {tuple(sink.shape)}")
+    for name, t in (("q", q), ("k", k), ("v", v)) + ((("sink", sink),) if sink is not None else ()):
+        if t.device.type != "cuda":
+            raise ValueError(f"{name} must be on a CUDA device, got {t.device}")
+    if k.device != q.device or v.device != q.device or (sink is not None and sink.device != q.device):
+        raise ValueError("q, k, v (and sink) must be on one device")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.data_ptr() % 16:
+            raise ValueError(f"{name} must be 16-byte aligned")
+    left, right = _normalize_window(causal, window)
+
+    out = torch.empty_like(q)
+    lse = torch.empty((bq, hq, sq), dtype=torch.float32, device=q.device)
+    if out.numel():
+        if sink is not None:
+            sink = sink.contiguous()
+        fn = compile_attention(names[q.dtype], d, causal, (left, right), sink is not None, _arch_of(q.device))
+        dt = DTYPES[names[q.dtype]]
+        gmem = cute.AddressSpace.gmem
+        fn(
+            make_ptr(dt, q.data_ptr(), gmem, assumed_align=16),
+            make_ptr(dt, k.data_ptr(), gmem, assumed_align=16),
+            make_ptr(dt, v.data_ptr(), gmem, assumed_align=16),
+            make_ptr(dt, out.data_ptr(), gmem, assumed_align=16),
+            make_ptr(F32, lse.data_ptr(), gmem, assumed_align=4),
+            make_ptr(F32, (sink if sink is not None else lse).data_ptr(), gmem, assumed_align=4),
+            I32(bq), I32(sq), I32(sk), I32(hq), I32(hkv),
+            F32(softmax_scale * LOG2E), I32(left), I32(right),
+            cuda.CUstream(torch.cuda.current_stream(q.device).cuda_stream),
+        )  # fmt: skip
+    return (out, lse) if return_lse else out
+
+
+# --- the reference (float64, torch; CPU or GPU) -----------------------------------------
+def reference_attention(q, k, v, causal: bool = False, window=(-1, -1), sink=None, softmax_scale=None):
+    """(out, lse) in float64 by the definition above: dense scores, explicit masks, exact exp.
+
+    Rows with no visible key (and no sink) give out = 0 and LSE = -inf.
+    """
+    torch = _torch()
+    b, sq, hq, d = q.shape
+    sk, hkv = k.shape[1], k.shape[2]
+    scale = 1.0 / math.sqrt(d) if softmax_scale is None else float(softmax_scale)
+    left, right = _normalize_window(causal, window)
+    qd, kd, vd = (t.to(torch.float64) for t in (q, k, v))
+    kd = kd.repeat_interleave(hq // hkv, dim=2)
+    vd = vd.repeat_interleave(hq // hkv, dim=2)
+    s = torch.einsum("bqhd,bkhd->bhqk", qd, kd) * scale
+    i = torch.arange(sq, device=q.device)[:, None]
+    j = torch.arange(sk, device=q.device)[None, :]
+    visible = torch.ones(sq, sk, dtype=torch.bool, device=q.device)
+    if right >= 0:
+        visible &= j <= i + (sk - sq) + right
+    if left >= 0:
+        visible &= j >= i + (sk - sq) - left
+    s = s.masked_fill(~visible, -math.inf)
+    logits = s
+    if sink is not None:
+        col = sink.to(torch.float64).reshape(1, hq, 1, 1).expand(b, hq, sq, 1)
+        logits = torch.cat([s, col], dim=-1)
+    lse = torch.logsumexp(logits, dim=-1)  # -inf for an empty row
+    finite = torch.isfinite(lse)
+    p = torch.exp(s - torch.where(finite, lse, torch.zeros_like(lse))[..., None])
+    p = torch.where(finite[..., None], p, torch.zeros_like(p))
+    out = torch.einsum("bhqk,bkhd->bqhd", p, vd)
+    return out, lse

@@ -1,0 +1,274 @@
+"""FMHA forward: the float64 reference (CPU), the API's checks, compiles (no GPU), GPU accuracy."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # `kernels` is not installed
+
+
+def _fmha():
+    from kernels import fmha
+
+    return fmha
+
+
+# --- the reference, against a per-row loop (CPU, torch) ----------------------------------------
+def _loop_reference(q, k, v, causal, window, sink, scale):
+    """Row by row, straight from the definition (float64, slow): the reference's reference."""
+    import torch
+
+    b, sq, hq, d = q.shape
+    sk, hkv = k.shape[1], k.shape[2]
+    left, right = window
+    if causal:
+        right = 0
+    out = torch.zeros(b, sq, hq, d, dtype=torch.float64)
+    lse = torch.full((b, hq, sq), -math.inf, dtype=torch.float64)
+    for bi in range(b):
+        for h in range(hq):
+            kh = h // (hq // hkv)
+            for i in range(sq):
+                cols = [j for j in range(sk) if (right < 0 or j <= i + sk - sq + right) and (left < 0 or j >= i + sk - sq - left)]
+                logits = [float(q[bi, i, h].double() @ k[bi, j, kh].double()) * scale for j in cols]
+                extra = [float(sink[h])] if sink is not None else []
+                if not logits and not extra:
+                    continue
+                top = max(logits + extra)
+                denom = sum(math.exp(x - top) for x in logits + extra)
+                lse[bi, h, i] = top + math.log(denom)
+                for x, j in zip(logits, cols):
+                    out[bi, i, h] += math.exp(x - lse[bi, h, i]) * v[bi, j, kh].double()
+    return out, lse
+
+
+CPU_CASES = [
+    # (B, Sq, Sk, Hq, Hkv, causal, window, sink)
+    (1, 5, 7, 2, 2, False, (-1, -1), False),
+    (1, 7, 5, 2, 1, True, (-1, -1), False),  # Sq > Sk: the first rows see nothing
+    (2, 6, 9, 4, 2, False, (2, 1), True),
+    (1, 9, 9, 3, 1, True, (3, -1), True),
+    (1, 4, 6, 2, 2, False, (0, 0), False),
+    (1, 5, 5, 2, 1, False, (-1, 2), True),
+]
+
+
+@pytest.mark.parametrize("case", CPU_CASES)
+def test_reference_matches_the_definition(case):
+    torch = pytest.importorskip("torch")
+    b, sq, sk, hq, hkv, causal, window, with_sink = case
+    g = torch.Generator().manual_seed(sum(case[:5]))
+    q = torch.randn(b, sq, hq, 8, generator=g)
+    k = torch.randn(b, sk, hkv, 8, generator=g)
+    v = torch.randn(b, sk, hkv, 8, generator=g)
+    sink = torch.randn(hq, generator=g) if with_sink else None
+    out, lse = _fmha().reference_attention(q, k, v, causal, window, sink, 0.3)
+    want_out, want_lse = _loop_reference(q, k, v, causal, window, sink, 0.3)
+    assert not torch.isnan(out).any() and not torch.isnan(lse).any()
+    torch.testing.assert_close(out, want_out, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(lse, want_lse, rtol=1e-12, atol=1e-12)
+
+
+def test_reference_fully_masked_rows():
+    torch = pytest.importorskip("torch")
+    q, k, v = torch.randn(1, 6, 2, 8), torch.randn(1, 3, 2, 8), torch.randn(1, 3, 2, 8)
+    out, lse = _fmha().reference_attention(q, k, v, causal=True)  # rows 0..2 see no key (offset -3)
+    assert (out[:, :3] == 0).all() and torch.isneginf(lse[:, :, :3]).all()
+    assert torch.isfinite(lse[:, :, 3:]).all()
+    sink = torch.tensor([0.5, -2.0])
+    out, lse = _fmha().reference_attention(q, k, v, causal=True, sink=sink)
+    assert (out[:, :3] == 0).all()
+    torch.testing.assert_close(lse[0, :, 0], sink.double())  # only the sink: LSE = sink
+
+
+def test_reference_sink_lowers_the_weights():
+    torch = pytest.importorskip("torch")
+    q, k, v = torch.randn(1, 4, 1, 8), torch.randn(1, 4, 1, 8), torch.ones(1, 4, 1, 8)
+    plain, lse0 = _fmha().reference_attention(q, k, v)
+    sunk, lse1 = _fmha().reference_attention(q, k, v, sink=torch.tensor([1.0]))
+    torch.testing.assert_close(plain, torch.ones_like(plain))  # weights sum to one
+    weight = 1 - torch.exp(torch.tensor(1.0, dtype=torch.float64) - lse1)  # share left to the keys
+    torch.testing.assert_close(sunk[0, :, 0, 0], weight[0, 0])
+    assert (lse1 > lse0).all()
+
+
+def test_reference_gqa_is_repeated_heads():
+    torch = pytest.importorskip("torch")
+    q, k, v = torch.randn(2, 5, 4, 8), torch.randn(2, 7, 2, 8), torch.randn(2, 7, 2, 8)
+    out, lse = _fmha().reference_attention(q, k, v, causal=True)
+    full, full_lse = _fmha().reference_attention(q, k.repeat_interleave(2, 2), v.repeat_interleave(2, 2), causal=True)
+    torch.testing.assert_close(out, full)
+    torch.testing.assert_close(lse, full_lse)
+
+
+# --- the API's input checks (torch, no GPU) -----------------------------------------------------
+def test_api_checks_inputs():
+    torch = pytest.importorskip("torch")
+    fmha = _fmha()
+    bf = torch.bfloat16
+    q, k = torch.zeros(1, 8, 4, 64, dtype=bf), torch.zeros(1, 8, 2, 64, dtype=bf)
+    with pytest.raises(TypeError, match="must be a torch.Tensor"):
+        fmha.attention([1], k, k)
+    with pytest.raises(TypeError, match="bfloat16 or float16"):
+        fmha.attention(q.float(), k.float(), k.float())
+    with pytest.raises(TypeError, match="one dtype"):
+        fmha.attention(q, k.half(), k)
+    with pytest.raises(ValueError, match="4-D"):
+        fmha.attention(q[0], k, k)
+    with pytest.raises(ValueError, match="head dim must be one of"):
+        fmha.attention(torch.zeros(1, 8, 4, 32, dtype=bf), torch.zeros(1, 8, 2, 32, dtype=bf), torch.zeros(1, 8, 2, 32, dtype=bf))
+    with pytest.raises(ValueError, match="multiple of k/v heads"):
+        fmha.attention(torch.zeros(1, 8, 3, 64, dtype=bf), k, k)
+    with pytest.raises(ValueError, match="one shape"):
+        fmha.attention(q, k, torch.zeros(1, 9, 2, 64, dtype=bf))
+    with pytest.raises(ValueError, match="batch and head dim"):
+        fmha.attention(torch.zeros(2, 8, 4, 64, dtype=bf), k, k)
+    with pytest.raises(ValueError, match="contiguous"):
+        fmha.attention(torch.zeros(1, 4, 8, 64, dtype=bf).transpose(1, 2), k, k)
+    with pytest.raises(ValueError, match="sink must be float32"):
+        fmha.attention(q, k, k, sink=torch.zeros(3))
+    with pytest.raises(ValueError, match="window must be a pair"):
+        fmha.attention(q, k, k, window=5)
+    with pytest.raises(ValueError, match="softmax_scale"):
+        fmha.attention(q, k, k, softmax_scale=-1.0)
+    with pytest.raises(ValueError, match="out_format"):
+        fmha.attention(q, k, k, out_format="fp8")
+    with pytest.raises(NotImplementedError, match="nvfp4"):
+        fmha.attention(q, k, k, out_format="nvfp4")
+    with pytest.raises(ValueError, match="CUDA device"):
+        fmha.attention(q, k, k)
+
+
+def test_import_needs_no_torch():
+    import subprocess
+
+    code = "import sys; sys.modules['torch'] = None; import kernels.fmha; print('ok')"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=root)
+    assert out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+# --- compiles, no GPU -------------------------------------------------------------------------------
+# every mask/sink combination on both targets; dtype and head dim rotate through them
+FEATURES = [
+    # (causal, window, sink)
+    (False, (-1, -1), False),
+    (True, (-1, -1), False),
+    (False, (64, 32), False),
+    (True, (128, -1), True),
+    (False, (-1, -1), True),
+    (False, (-1, 16), True),
+]
+LAYOUTS = [("bfloat16", 128), ("float16", 64), ("bfloat16", 64), ("float16", 128)]
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+@pytest.mark.parametrize("i", range(len(FEATURES)))
+def test_compiles(arch, i):
+    import lowering
+
+    causal, window, sink = FEATURES[i]
+    dtype, head_dim = LAYOUTS[(i + (arch == "sm_100a")) % len(LAYOUTS)]
+    assert _fmha().compile_attention(dtype, head_dim, causal, window, sink, arch) is not None
+    report = lowering.last_report()
+    assert report is not None and report.arch == arch
+
+
+# --- GPU: against the float64 reference ---------------------------------------------------------------
+def _cuda():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    return torch
+
+
+def _check(torch, dtype, b, sq, sk, hq, hkv, d, causal=False, window=(-1, -1), with_sink=False, scale=None, seed=0):
+    fmha = _fmha()
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(dtype)
+    k = torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(dtype)
+    v = torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(dtype)
+    sink = torch.randn(hq, device="cuda", generator=g) * 2 if with_sink else None
+    # poison: the kernel's outputs start as NaN, so any element it fails to write shows
+    # (the API allocates out with torch.empty_like and the LSE with torch.empty)
+    real_empty, real_empty_like = torch.empty, torch.empty_like
+    try:
+        torch.empty = lambda *a, **kw: real_empty(*a, **kw).fill_(math.nan)
+        torch.empty_like = lambda *a, **kw: real_empty_like(*a, **kw).fill_(math.nan)
+        out, lse = fmha.attention(q, k, v, causal=causal, window=window, sink=sink, softmax_scale=scale, return_lse=True)
+    finally:
+        torch.empty = real_empty
+        torch.empty_like = real_empty_like
+    torch.cuda.synchronize()
+    ref, ref_lse = fmha.reference_attention(q, k, v, causal, window, sink, scale)
+    assert not torch.isnan(out).any(), "NaN in out (unwritten or 0/0)"
+    assert not torch.isnan(lse).any(), "NaN in LSE"
+    tol = 1e-2 if dtype == torch.bfloat16 else 2e-3
+    err = (out.double() - ref).norm() / ref.norm().clamp_min(1e-30)
+    assert err <= tol, f"relative error {err:.2e} > {tol}"
+    empty = torch.isneginf(ref_lse)
+    assert torch.equal(torch.isneginf(lse), empty), "fully masked rows must give LSE = -inf, others finite"
+    assert (out.permute(0, 2, 1, 3)[empty] == 0).all(), "fully masked rows must give zeros"
+    lerr = (lse.double()[~empty] - ref_lse[~empty]).abs().max().item() if (~empty).any() else 0.0
+    assert lerr <= 1e-3 * max(1.0, ref_lse[~empty].abs().max().item() if (~empty).any() else 1.0), f"LSE error {lerr:.2e}"
+    return err
+
+
+GPU_FEATURES = [
+    (False, (-1, -1), False),
+    (True, (-1, -1), False),
+    (False, (-1, -1), True),
+    (True, (-1, -1), True),
+    (False, (100, 37), False),
+    (False, (100, 37), True),
+    (True, (70, -1), False),
+    (True, (70, -1), True),
+    (False, (-1, 50), False),
+    (False, (200, -1), True),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("feature", GPU_FEATURES, ids=lambda f: f"c{int(f[0])}w{f[1][0]}_{f[1][1]}s{int(f[2])}")
+def test_gpu_features(dtype, d, feature):
+    torch = _cuda()
+    causal, window, sink = feature
+    _check(torch, getattr(torch, dtype), 2, 333, 397, 4, 2, d, causal, window, sink)
+
+
+SHAPES = [
+    # (B, Sq, Sk, Hq, Hkv): tails, Sq != Sk both ways, MHA/GQA/MQA, tiny and one-tile
+    (1, 1, 1, 1, 1),
+    (1, 1, 300, 2, 1),
+    (2, 77, 77, 8, 8),
+    (1, 128, 64, 4, 1),
+    (1, 300, 100, 6, 2),
+    (3, 129, 1000, 8, 2),
+    (1, 1024, 1024, 2, 2),
+    (1, 513, 2047, 16, 2),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("causal", [False, True])
+def test_gpu_shapes(shape, causal):
+    torch = _cuda()
+    b, sq, sk, hq, hkv = shape
+    _check(torch, torch.bfloat16, b, sq, sk, hq, hkv, 128, causal, (-1, -1), False)
+    _check(torch, torch.float16, b, sq, sk, hq, hkv, 64, causal, (48, -1) if causal else (-1, -1), True, scale=0.3)
+
+
+@pytest.mark.gpu
+def test_gpu_window_skips_and_large_logits():
+    torch = _cuda()
+    # narrow windows far from the diagonal: whole rows empty, tiles skipped at both ends
+    _check(torch, torch.bfloat16, 1, 256, 1024, 2, 1, 128, False, (0, 0), False)
+    _check(torch, torch.bfloat16, 1, 300, 200, 2, 1, 64, False, (5, -1), True)
+    _check(torch, torch.float16, 1, 200, 600, 2, 2, 128, True, (3, -1), True, scale=2.0)  # large logits
