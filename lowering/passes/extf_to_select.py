@@ -30,35 +30,20 @@ from __future__ import annotations
 from lowering.elementwise import Elementwise
 from lowering.formats import E8M0, FORMATS, NarrowFloat
 from lowering.mlir import arith, element_type, ir
-from lowering.registry import flag, register_pass, text
-from lowering.rewriting import Leave, RewritePass
-from lowering.targets import lowers_natively, sm_version
-from lowering.vectors import is_lane_vector
+from lowering.narrow_conversion import ARCH_OPTIONS, NarrowConversionPass
+from lowering.registry import register_pass
+from lowering.rewriting import Leave
 
 F32_NAN = 0x7FC00000
 F32_INF = 0x7F800000
 
 
-@register_pass(
-    "extf-to-select",
-    options=(
-        text(
-            "arch",
-            "",
-            "target (e.g. sm_90a); where CuTeDSL lowers the conversion natively it is left to it",
-            check=sm_version,
-        ),
-        flag("prefer-hardware", True, "leave conversions the target has an instruction for to CuTeDSL"),
-    ),
-)
-class ExtfToSelect(RewritePass):
+@register_pass("extf-to-select", options=ARCH_OPTIONS)
+class ExtfToSelect(NarrowConversionPass):
     """Rewrite arith.extf from f4E2M1FN/f8E4M3FN/f8E5M2/f8E8M0FNU as integer bit arithmetic (exact)."""
 
     roots = ("arith.extf",)
-    statistics = {
-        **RewritePass.statistics,
-        "native": "ops left for CuTeDSL's native lowering on the given arch",
-    }
+    kind = "extf"
 
     def relevant(self, op: ir.OpView) -> bool:
         return str(element_type(op.operands[0].type)) in FORMATS
@@ -66,14 +51,11 @@ class ExtfToSelect(RewritePass):
     def match(self, op: ir.OpView) -> NarrowFloat:
         source_type = op.operands[0].type
         fmt = FORMATS[str(element_type(source_type))]
-        if ir.VectorType.isinstance(source_type) and not is_lane_vector(source_type):
-            raise Leave(f"only scalars and 1-D fixed-length vectors are converted, not {source_type}")
+        self.check_lanes(source_type)
         result = element_type(op.results[0].type)
         if not any(t.isinstance(result) for t in (ir.F32Type, ir.F16Type, ir.BF16Type, ir.F64Type)):
             raise Leave(f"destination {result} is not f32, f16, bf16 or f64")
-        arch = self.options["arch"]
-        if arch and self.options["prefer-hardware"] and lowers_natively("extf", fmt.mlir_name, arch):
-            raise Leave(f"{arch} converts from {fmt.mlir_name} in hardware: left to CuTeDSL's lowering", "native")
+        self.leave_if_native(fmt)
         return fmt
 
     def rewrite(self, op: ir.OpView, fmt: NarrowFloat) -> list[ir.Value]:

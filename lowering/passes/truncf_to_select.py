@@ -56,10 +56,9 @@ from dataclasses import dataclass
 from lowering.elementwise import Elementwise
 from lowering.formats import E2M1, E8M0, FORMATS, NarrowFloat
 from lowering.mlir import arith, element_type, ir, math_ops, vector
-from lowering.registry import choice, flag, register_pass, text
-from lowering.rewriting import Leave, RewritePass
-from lowering.targets import lowers_natively, sm_version
-from lowering.vectors import is_lane_vector
+from lowering.narrow_conversion import ARCH_OPTIONS, NarrowConversionPass
+from lowering.registry import choice, register_pass
+from lowering.rewriting import Leave
 
 NEAREST_EVEN = "to_nearest_even"
 E8M0_ROUNDINGS = (NEAREST_EVEN, "upward", "downward", "toward_zero")
@@ -86,24 +85,15 @@ class _Match:
 @register_pass(
     "truncf-to-select",
     options=(
-        text(
-            "arch",
-            "",
-            "target (e.g. sm_90a); where CuTeDSL lowers the conversion natively it is left to it",
-            check=sm_version,
-        ),
-        flag("prefer-hardware", True, "leave conversions the target has an instruction for to CuTeDSL"),
+        *ARCH_OPTIONS,
         choice("e2m1", ("bits", "select"), "bits", "E2M1 formulation: bit arithmetic, or a select per threshold"),
     ),
 )
-class TruncfToSelect(RewritePass):
+class TruncfToSelect(NarrowConversionPass):
     """Rewrite arith.truncf to f4E2M1FN/f8E4M3FN/f8E5M2/f8E8M0FNU as selects and bit arithmetic (RNE, satfinite)."""
 
     roots = ("arith.truncf",)
-    statistics = {
-        **RewritePass.statistics,
-        "native": "ops left for CuTeDSL's native lowering on the given arch",
-    }
+    kind = "truncf"
 
     def relevant(self, op: ir.OpView) -> bool:
         return str(element_type(op.results[0].type)) in FORMATS
@@ -111,8 +101,7 @@ class TruncfToSelect(RewritePass):
     def match(self, op: ir.OpView) -> _Match:
         source_type = op.operands[0].type
         fmt = FORMATS[str(element_type(op.results[0].type))]
-        if ir.VectorType.isinstance(source_type) and not is_lane_vector(source_type):
-            raise Leave(f"only scalars and 1-D fixed-length vectors are converted, not {source_type}")
+        self.check_lanes(source_type)
         source = element_type(source_type)
         if not any(t.isinstance(source) for t in (ir.F32Type, ir.F16Type, ir.BF16Type)):
             raise Leave(f"source {source} is not f32, f16 or bf16")
@@ -120,9 +109,7 @@ class TruncfToSelect(RewritePass):
         allowed = E8M0_ROUNDINGS if fmt is E8M0 else (NEAREST_EVEN,)
         if rounding not in allowed:
             raise Leave(f"rounding '{rounding}' to {fmt.mlir_name} is not supported (only {', '.join(allowed)})")
-        arch = self.options["arch"]
-        if arch and self.options["prefer-hardware"] and lowers_natively("truncf", fmt.mlir_name, arch):
-            raise Leave(f"{arch} converts to {fmt.mlir_name} in hardware: left to CuTeDSL's lowering", "native")
+        self.leave_if_native(fmt)
         return _Match(fmt, rounding)
 
     def rewrite(self, op: ir.OpView, m: _Match) -> list[ir.Value]:

@@ -94,7 +94,6 @@ def _candidates(text: str) -> Iterator[tuple[str, Mutation, int]]:
     with new_context() as ctx, ir.Location.unknown():
         module = parse_module(text, ctx)
         ops = _ops(module)
-        n = len(ops)
         top = [i for i, op in enumerate(ops) if op.name != "gpu.module" and op.parent is not None
                and _op(op.parent).name in ("builtin.module", "gpu.module") and not _referenced(op, module)]
         dead = [i for i, op in enumerate(ops) if _results(op) and _unused(op)]
