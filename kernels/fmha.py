@@ -45,6 +45,8 @@ import cutlass
 import cutlass.cute as cute
 from cutlass.cute.nvgpu import cpasync, warp
 from cutlass.cute.runtime import make_ptr
+from cutlass._mlir import ir
+from cutlass._mlir.dialects import arith
 
 import lowering
 
@@ -55,6 +57,19 @@ THREADS = 128  # 4 warps, 16 x (BLOCK_M / 64) rows of the MMA each
 HEAD_DIMS = (64, 128)
 DTYPES = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}
 ARCHS = ("sm_80", "sm_90a", "sm_100a")
+# exp2 of the scores on the FMA units for part of each S tile (FlashAttention-4's trick to
+# relieve MUFU): the share of each thread's score columns (rounded to 1/16: BLOCK_N / 4
+# columns a thread per row) computed by the polynomial; 0 = all MUFU ex2.
+EXP2_FMA_FRACTION = 0.0
+# "natural": floor + Int32(...) + arith.bitcast, built with fptosi-to-ptx,bitcast-to-ptx
+# (cvt.rmi.s32.f32, mov.b32); "magic": x + 1.5*2^23 rounded down puts floor(x) in the low
+# mantissa bits (FA4's formulation, no float->int conversion).
+EXP2_FMA_IMPL = "magic"
+EXP2_FMA_IMPLS = ("natural", "magic")
+# 2^f on [0, 1), f32 minimax of the relative error with p(0) = 1 exactly (fitted by
+# IRLS; max relative error 8.6e-5 in f32 Horner: < 0.2 ulp of fp16, < 0.03 ulp of bf16).
+EXP2_POLY = (1.0, 0.6951168179512024, 0.22764484584331512, 0.07706717401742935)
+EXP2_CLAMP = -127.0  # 2^-127 rounds the exponent field to 0: x = -inf gives exactly +0
 
 F32 = cutlass.Float32
 I32 = cutlass.Int32
@@ -95,6 +110,55 @@ def _quad_allreduce(x, op):
     return op(x, cute.arch.shuffle_sync_bfly(x, offset=1, mask=-1, mask_and_clamp=31))
 
 
+def _poly_ex2(frac):
+    """2^frac for frac in [0, 1): Horner on FMA, EXP2_POLY."""
+    p = F32(EXP2_POLY[-1])
+    for c in reversed(EXP2_POLY[:-1]):
+        p = cute.math.fma(p, frac, F32(c))
+    return p
+
+
+def _f32_bits(x):
+    return I32(arith.bitcast(ir.IntegerType.get_signless(32), x.ir_value()))
+
+
+def _bits_f32(x):
+    return F32(arith.bitcast(ir.F32Type.get(), x.ir_value()))
+
+
+def exp2_fma_natural(x):
+    """2^x on the FMA units, written the natural way: floor, Int32(...), bitcasts.
+
+    fptosi-to-ptx folds floor + Int32 into one cvt.rmi.s32.f32, bitcast-to-ptx makes the
+    bitcasts mov.b32. x <= 0 here (scores after the max); below -127 it is clamped.
+    """
+    x = cute.arch.fmax(x, F32(EXP2_CLAMP))
+    whole = cute.math.floor(x)
+    p = _poly_ex2(x - whole)
+    return _bits_f32(_f32_bits(p) + (I32(whole) << 23))
+
+
+_MAGIC = 12582912.0  # 1.5 * 2^23: ulp 1, and the low 22 mantissa bits hold the integer
+
+
+def exp2_fma_magic(x):
+    """2^x on the FMA units, FA4's way: no float->int conversion.
+
+    x + 1.5*2^23 rounded down is floor(x) + 1.5*2^23 exactly (|x| < 2^22); its low
+    mantissa bits are floor(x) in two's complement, so shifting its bit pattern left by
+    23 puts floor(x) (mod 2^9) in the exponent field. Subtracting the magic back is exact.
+    """
+    x = cute.arch.fmax(x, F32(EXP2_CLAMP))
+    r = cute.math.add(x, F32(_MAGIC), rounding=cute.math.RoundingMode.DOWN, ftz=True)
+    p = _poly_ex2(x - (r - F32(_MAGIC)))
+    return _bits_f32(_f32_bits(p) + (_f32_bits(r) << 23))
+
+
+def _fma_columns(n_cols: int, n_fma: int) -> tuple[bool, ...]:
+    """Which of a thread's n_cols score columns use the polynomial: n_fma of them, spread evenly."""
+    return tuple((c + 1) * n_fma // n_cols > c * n_fma // n_cols for c in range(n_cols))
+
+
 def _fmax(a, b):
     return cute.arch.fmax(a, b)
 
@@ -106,7 +170,9 @@ def _add(a, b):
 class _Fmha:
     """One compiled configuration: dtype, head dim and which masks exist (compile-time)."""
 
-    def __init__(self, dtype, head_dim: int, has_left: bool, has_right: bool, has_sink: bool):
+    def __init__(self, dtype, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, fma_cols: int = 0, fma_impl: str = "magic"):
+        self.fma_cols = fma_cols  # of a thread's BLOCK_N // 4 score columns per row, on the FMA units
+        self.fma_impl = fma_impl
         self.dtype = dtype
         self.d = head_dim
         self.has_left = has_left
@@ -431,7 +497,20 @@ class _Fmha:
             m_old = row_max[r]
             m_new = cute.arch.fmax(m_old, m_blk)
             m_safe = cutlass.select_(m_new == -F32.inf, F32(0.0), m_new) * scale_log2  # a row with nothing yet
-            p = cute.math.exp2(s_row * scale_log2 - m_safe, fastmath=True)
+            if cutlass.const_expr(self.fma_cols == 0):
+                p = cute.math.exp2(s_row * scale_log2 - m_safe, fastmath=True)
+            else:
+                S[r, None] = s_row * scale_log2 - m_safe
+                on_fma = _fma_columns(cute.size(S.shape[1]), self.fma_cols)
+                for c in cutlass.range_constexpr(cute.size(S.shape[1])):
+                    if cutlass.const_expr(on_fma[c]):
+                        if cutlass.const_expr(self.fma_impl == "natural"):
+                            S[r, c] = exp2_fma_natural(S[r, c])
+                        else:
+                            S[r, c] = exp2_fma_magic(S[r, c])
+                    else:
+                        S[r, c] = cute.math.exp2(S[r, c], fastmath=True)
+                p = S[r, None].load()
             corr = cute.math.exp2(m_old * scale_log2 - m_safe, fastmath=True)
             row_sum[r] = row_sum[r] * corr + p.reduce(cute.ReductionOp.ADD, F32(0.0), 0)
             O[r, None] = O[r, None].load() * corr
@@ -453,10 +532,27 @@ def _normalize_window(causal: bool, window) -> tuple[int, int]:
     return left, right
 
 
+def _fma_cols(fraction) -> int:
+    """The exp2-on-FMA share as a count of a thread's BLOCK_N // 4 score columns per row."""
+    f = float(fraction)
+    if not 0.0 <= f <= 1.0:
+        raise ValueError(f"exp2_on_fma must be a fraction in [0, 1], not {fraction!r}")
+    return round(f * (BLOCK_N // 4))
+
+
+def prelowering_pipeline(arch: str, fma_cols: int = 0, fma_impl: str = "magic") -> str:
+    """Our passes for one build: `auto` for the arch, plus fptosi-/bitcast-to-ptx for the natural exp2."""
+    auto = lowering.auto_pipeline(arch)
+    if fma_cols and fma_impl == "natural":
+        inner = auto[len("builtin.module(") : -1]
+        return f"builtin.module(fptosi-to-ptx,bitcast-to-ptx,{inner})"
+    return auto
+
+
 @functools.cache
-def _compile(dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, arch: str):
+def _compile(dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, arch: str, fma_cols: int = 0, fma_impl: str = "magic", options: str = ""):
     dt = DTYPES[dtype]
-    kernel = _Fmha(dt, head_dim, has_left, has_right, has_sink)
+    kernel = _Fmha(dt, head_dim, has_left, has_right, has_sink, fma_cols, fma_impl)
     gmem = cute.AddressSpace.gmem
     args = (
         make_ptr(dt, 16, gmem, assumed_align=16),
@@ -469,22 +565,39 @@ def _compile(dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sin
         F32(1.0), I32(0), I32(0),
         _stream_arg(),
     )  # fmt: skip
-    with lowering.prelowering():
-        return cute.compile(kernel, *args, options=f"--gpu-arch {arch}")
+    with lowering.prelowering(prelowering_pipeline(arch, fma_cols, fma_impl)):
+        return cute.compile(kernel, *args, options=f"--gpu-arch {arch} {options}".strip())
 
 
-def compile_attention(dtype: str = "bfloat16", head_dim: int = 128, causal: bool = False, window=(-1, -1), sink: bool = False, arch: str = "sm_90a"):
+def compile_attention(
+    dtype: str = "bfloat16",
+    head_dim: int = 128,
+    causal: bool = False,
+    window=(-1, -1),
+    sink: bool = False,
+    arch: str = "sm_90a",
+    exp2_on_fma=None,
+    exp2_impl: str | None = None,
+    options: str = "",
+):
     """The compiled FMHA forward for one configuration; works without a GPU for any arch.
 
     `window` values only matter by their sign here (the sizes are runtime arguments), so
-    configurations that differ in the window's size share one compile.
+    configurations that differ in the window's size share one compile. `exp2_on_fma`: the
+    share of the score exp2s computed by the polynomial on the FMA units (default
+    EXP2_FMA_FRACTION; 0 = all MUFU), `exp2_impl` "natural" or "magic" (default
+    EXP2_FMA_IMPL). `options`: extra cute.compile options (e.g. "--keep-cubin").
     """
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}, not {dtype!r}")
     if head_dim not in HEAD_DIMS:
         raise ValueError(f"head_dim must be one of {HEAD_DIMS}, not {head_dim!r}")
+    impl = EXP2_FMA_IMPL if exp2_impl is None else exp2_impl
+    if impl not in EXP2_FMA_IMPLS:
+        raise ValueError(f"exp2_impl must be one of {EXP2_FMA_IMPLS}, not {impl!r}")
+    cols = _fma_cols(EXP2_FMA_FRACTION if exp2_on_fma is None else exp2_on_fma)
     left, right = _normalize_window(causal, window)
-    return _compile(dtype, head_dim, left >= 0, right >= 0, bool(sink), arch)
+    return _compile(dtype, head_dim, left >= 0, right >= 0, bool(sink), arch, cols, impl if cols else "magic", options)
 
 
 # --- torch API ----------------------------------------------------------------------
@@ -500,7 +613,19 @@ def _arch_of(device) -> str:
     return f"sm_{major}{minor}a" if major >= 9 else f"sm_{major}{minor}"
 
 
-def attention(q, k, v, causal: bool = False, window=(-1, -1), sink=None, softmax_scale=None, return_lse: bool = False, out_format: str = "bf16"):
+def attention(
+    q,
+    k,
+    v,
+    causal: bool = False,
+    window=(-1, -1),
+    sink=None,
+    softmax_scale=None,
+    return_lse: bool = False,
+    out_format: str = "bf16",
+    exp2_on_fma=None,
+    exp2_impl: str | None = None,
+):
     """FMHA forward: q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D] (CUDA, contiguous, bf16/fp16) -> out [B, Sq, Hq, D].
 
     causal: bottom-right aligned (query i sees keys j <= i + Sk - Sq). window=(left, right):
@@ -508,7 +633,9 @@ def attention(q, k, v, causal: bool = False, window=(-1, -1), sink=None, softmax
     joining the softmax denominator. softmax_scale: default 1/sqrt(D). return_lse: also
     return LSE [B, Hq, Sq] fp32. out_format: "bf16" (the default; the output has the
     input's dtype, bf16 or fp16) or "fp16"/"float16"/"bfloat16" (must match the input);
-    "nvfp4" raises NotImplementedError (not implemented yet).
+    "nvfp4" raises NotImplementedError (not implemented yet). exp2_on_fma: share of the
+    score exp2s computed on the FMA units (0..1, default EXP2_FMA_FRACTION = 0: all MUFU);
+    exp2_impl: "natural" or "magic" (default EXP2_FMA_IMPL), see compile_attention.
     """
     torch = _torch()
     if out_format == "nvfp4":
@@ -565,13 +692,17 @@ def attention(q, k, v, causal: bool = False, window=(-1, -1), sink=None, softmax
         if t.data_ptr() % 16:
             raise ValueError(f"{name} must be 16-byte aligned")
     left, right = _normalize_window(causal, window)
+    fma_frac = EXP2_FMA_FRACTION if exp2_on_fma is None else exp2_on_fma
+    _fma_cols(fma_frac)  # checks the range
+    if exp2_impl is not None and exp2_impl not in EXP2_FMA_IMPLS:
+        raise ValueError(f"exp2_impl must be one of {EXP2_FMA_IMPLS}, not {exp2_impl!r}")
 
     out = torch.empty_like(q)
     lse = torch.empty((bq, hq, sq), dtype=torch.float32, device=q.device)
     if out.numel():
         if sink is not None:
             sink = sink.contiguous()
-        fn = compile_attention(names[q.dtype], d, causal, (left, right), sink is not None, _arch_of(q.device))
+        fn = compile_attention(names[q.dtype], d, causal, (left, right), sink is not None, _arch_of(q.device), fma_frac, exp2_impl)
         dt = DTYPES[names[q.dtype]]
         gmem = cute.AddressSpace.gmem
         fn(

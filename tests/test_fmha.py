@@ -272,3 +272,108 @@ def test_gpu_window_skips_and_large_logits():
     _check(torch, torch.bfloat16, 1, 256, 1024, 2, 1, 128, False, (0, 0), False)
     _check(torch, torch.bfloat16, 1, 300, 200, 2, 1, 64, False, (5, -1), True)
     _check(torch, torch.float16, 1, 200, 600, 2, 2, 128, True, (3, -1), True, scale=2.0)  # large logits
+
+
+# --- exp2 on the FMA units (FA4's MUFU relief): accuracy of the formula, compiles, GPU ----------------
+def _emulated_exp2_fma(x, impl):
+    """The kernel's two formulations in numpy float32 (fmax clamp, polynomial, bits)."""
+    import numpy as np
+
+    fmha = _fmha()
+    x = np.maximum(np.asarray(x, np.float32), np.float32(fmha.EXP2_CLAMP))
+    if impl == "natural":
+        whole = np.floor(x)
+        n = whole.astype(np.int32)
+    else:  # x + 1.5*2^23 rounded down is exact floor(x) + magic; its low bits are floor(x)
+        r = (np.floor(x.astype(np.float64)) + 12582912.0).astype(np.float32)
+        whole = r - np.float32(12582912.0)
+        n = r.view(np.int32)
+    frac = x - whole
+    p = np.full_like(frac, np.float32(fmha.EXP2_POLY[-1]))
+    for c in reversed(fmha.EXP2_POLY[:-1]):
+        p = (p.astype(np.float64) * frac + c).astype(np.float32)  # FMA: one rounding
+    return (p.view(np.int32) + (n << 23)).view(np.float32)
+
+
+@pytest.mark.parametrize("impl", ["natural", "magic"])
+def test_exp2_fma_formula_accuracy(impl):
+    np = pytest.importorskip("numpy")
+    x = np.concatenate([np.linspace(-126, 0, 200_001, dtype=np.float32), -np.arange(0, 127, dtype=np.float32)])
+    got = _emulated_exp2_fma(x, impl).astype(np.float64)
+    rel = np.abs(got / np.exp2(x.astype(np.float64)) - 1).max()
+    assert rel < 1e-4, rel  # < 0.2 ulp of fp16: well inside the bf16 1e-2 / fp16 2e-3 bounds
+    assert (_emulated_exp2_fma(np.float32([0.0, -1.0, -10.0]), impl) == np.float32([1.0, 0.5, 2.0**-10])).all()
+    # masked scores (-inf) and far-below-the-max ones clamp to -127: exactly 0, never garbage
+    tiny = _emulated_exp2_fma(np.float32([-np.inf, -127.0, -500.0, -1e30]), impl)
+    assert (tiny == 0).all(), tiny
+    assert (_emulated_exp2_fma(np.float32([-126.5]), impl) < 2.0**-125).all()
+
+
+def test_exp2_fma_columns_and_arguments():
+    fmha = _fmha()
+    assert fmha._fma_columns(16, 0) == (False,) * 16
+    assert sum(fmha._fma_columns(16, 4)) == 4 and sum(fmha._fma_columns(16, 8)) == 8
+    assert fmha._fma_columns(16, 16) == (True,) * 16
+    assert fmha._fma_cols(0.25) == 4 and fmha._fma_cols(0.5) == 8 and fmha._fma_cols(0) == 0
+    with pytest.raises(ValueError, match="exp2_on_fma"):
+        fmha.compile_attention(exp2_on_fma=1.5)
+    with pytest.raises(ValueError, match="exp2_impl"):
+        fmha.compile_attention(exp2_on_fma=0.5, exp2_impl="taylor")
+    assert "fptosi-to-ptx,bitcast-to-ptx," in fmha.prelowering_pipeline("sm_90a", 4, "natural")
+    assert fmha.prelowering_pipeline("sm_90a", 4, "magic") == fmha.prelowering_pipeline("sm_90a", 0) == __import__("lowering").auto_pipeline("sm_90a")
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+@pytest.mark.parametrize("impl", ["natural", "magic"])
+def test_compiles_exp2_on_fma(arch, impl, tmp_path, monkeypatch):
+    import lowering
+
+    monkeypatch.chdir(tmp_path)  # --keep-ptx also writes the PTX to the working directory
+    fmha = _fmha()
+    causal, sink = impl == "natural", arch == "sm_100a"
+    fn = fmha.compile_attention("bfloat16", 64, causal, (-1, -1), sink, arch, exp2_on_fma=0.5, exp2_impl=impl, options="--keep-ptx")
+    ptx = fn.__ptx__
+    n_poly = 4 * 8 * 2  # rows x half of the 16 columns a thread, masked and unmasked softmax
+    counts = {p.name: p.counts for p in lowering.last_report().passes}
+    if impl == "natural":
+        assert counts["fptosi-to-ptx"] == {"rewritten": n_poly, "left": 0, "folded": n_poly}
+        assert counts["bitcast-to-ptx"]["rewritten"] == 2 * n_poly
+        assert ptx.count("cvt.rmi.s32.f32") == n_poly and "add.rm" not in ptx
+    else:
+        assert "fptosi-to-ptx" not in counts
+        assert "cvt.rmi" not in ptx and ptx.count("add.rm.ftz.f32") == n_poly
+    base = fmha.compile_attention("bfloat16", 64, causal, (-1, -1), sink, arch, exp2_on_fma=0, options="--keep-ptx").__ptx__
+    assert base.count("ex2.approx") - ptx.count("ex2.approx") == n_poly
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("impl", ["natural", "magic"])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_gpu_exp2_on_fma(impl, dtype, causal):
+    """Every score exp2 on the FMA units (the worst case for accuracy): same bounds as MUFU."""
+    torch = _cuda()
+    fmha = _fmha()
+    real = fmha.attention
+    fmha.attention = lambda *a, **kw: real(*a, exp2_on_fma=1.0, exp2_impl=impl, **kw)
+    try:
+        d = 128 if dtype == "bfloat16" else 64
+        _check(torch, getattr(torch, dtype), 2, 333, 397, 4, 2, d, causal, (-1, -1), False)
+        _check(torch, getattr(torch, dtype), 1, 200, 600, 2, 2, d, causal, (-1, -1), False, scale=2.0, seed=1)  # large logits
+    finally:
+        fmha.attention = real
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("impl", ["natural", "magic"])
+def test_gpu_exp2_on_fma_quarter_window_sink(impl):
+    """A quarter of the columns on FMA, window + sink, rows that see nothing."""
+    torch = _cuda()
+    fmha = _fmha()
+    real = fmha.attention
+    fmha.attention = lambda *a, **kw: real(*a, exp2_on_fma=0.25, exp2_impl=impl, **kw)
+    try:
+        _check(torch, torch.bfloat16, 1, 256, 1024, 2, 1, 128, False, (0, 0), False)
+        _check(torch, torch.bfloat16, 1, 300, 200, 2, 1, 128, False, (5, -1), True)
+    finally:
+        fmha.attention = real
