@@ -84,9 +84,12 @@ func.func @e2m1_thresholds(%x: bf16) -> f4E2M1FN {
 // FP8: saturate |x| to the largest finite value, round the f32 bits to nearest even,
 // subnormals through the f32 adder, NaN to 0x7F. SM90 has the E4M3 instruction.
 // CHECK-LABEL: func.func @e4m3
-// CHECK: %[[MAX:.*]] = arith.constant 4.480000e+02 : f32
-// CHECK: arith.minnumf %{{.*}}, %[[MAX]] : f32
-// CHECK: arith.cmpf olt
+// |x|'s pattern clamped to 448's (0x43E00000), subnormals below 2^-6's (0x3C800000).
+// CHECK: %[[MAX:.*]] = arith.constant 1138753536 : i32
+// CHECK: %[[KEPT:.*]] = arith.minui %{{.*}}, %[[MAX]] : i32
+// CHECK: math.fma
+// CHECK: %[[MIN:.*]] = arith.constant 1015021568 : i32
+// CHECK: arith.cmpi ult, %[[KEPT]], %[[MIN]] : i32
 // CHECK: arith.cmpf uno, %arg0, %arg0 : f32
 // CHECK: %[[B:.*]] = arith.trunci %{{.*}} : i32 to i8
 // CHECK: arith.bitcast %[[B]] : i8 to f8E4M3FN
@@ -99,7 +102,7 @@ func.func @e4m3(%x: f32) -> f8E4M3FN {
 
 // -----
 // CHECK-LABEL: func.func @e5m2
-// CHECK: arith.constant 5.734400e+04 : f32
+// CHECK: arith.constant 1197473792 : i32
 // CHECK: arith.bitcast %{{.*}} : i8 to f8E5M2
 func.func @e5m2(%x: f16) -> f8E5M2 {
   %0 = arith.truncf %x : f16 to f8E5M2
