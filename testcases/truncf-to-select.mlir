@@ -21,7 +21,9 @@
 // CHECK: arith.cmpf uge, %[[ABS]], %{{.*}} : vector<8xf32>
 // CHECK: %[[TOP:.*]] = arith.cmpf ugt, %[[ABS]], %{{.*}} : vector<8xf32>
 // CHECK: %[[CODE:.*]] = arith.select %[[TOP]], %{{.*}}, %{{.*}} : vector<8xi1>, vector<8xi32>
-// CHECK: arith.cmpf uno, %arg0, %arg0 : vector<8xf32>
+// The sign, unless x is NaN: as i32, negative non-NaN patterns are those <= 0xFF800000 (-inf).
+// CHECK: %[[NEG:.*]] = arith.cmpi sle, %[[BITS]], %{{.*}} : vector<8xi32>
+// CHECK: arith.select %[[NEG]], %{{.*}}, %{{.*}} : vector<8xi1>, vector<8xi32>
 // CHECK: %[[SIGNED:.*]] = arith.ori %[[CODE]], %{{.*}} : vector<8xi32>
 // Eight 4-bit codes are packed into one i32 (lane 0 lowest), then viewed as nibbles.
 // CHECK: %[[L0:.*]] = vector.extract %[[SIGNED]][0] : i32 from vector<8xi32>
@@ -44,7 +46,7 @@
 // ARITH: arith.shrui %[[KEPT]]
 // ARITH: math.fma
 // ARITH: arith.cmpi ult, %[[KEPT]]
-// ARITH: arith.cmpf uno, %arg0, %arg0
+// ARITH: arith.cmpi sle, %[[B]], %{{.*}} : vector<8xi32>
 // ARITH: vector.bitcast %{{.*}} : vector<1xi32> to vector<8xi4>
 // ARITH-NOT: arith.truncf
 // ARITH-NOT: arith.cmpf {{u|o}}g
