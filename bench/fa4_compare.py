@@ -25,6 +25,8 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from cuda_timing import median_ms  # noqa: E402
+
 OUTPUT_CASES = [
     # (B, H, Hkv, S, D, causal, window, sink)
     (2, 8, 8, 1000, 128, False, (-1, -1), False),
@@ -99,20 +101,6 @@ def compare(plain_path, hooked_path):
     return 0 if same else 1
 
 
-def timed(fn, repeat=20):
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeat):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return sorted(times)[len(times) // 2]
-
-
 def score_pairs(s, causal, window):
     """Unmasked (query, key) pairs for square S, bottom-right aligned."""
     left, right = window
@@ -133,8 +121,8 @@ def bench(out_path, results_path):
     for b, h, s, d, causal, window, sink in BENCH_CASES:
         q, k, v, sinks = inputs(b, h, h, s, d, sink)
         flops = 4 * b * h * d * score_pairs(s, causal, window)
-        ours = timed(lambda: fmha.attention(q, k, v, causal=causal, window=window, sink=sinks))
-        peer = timed(lambda: fa4(q, k, v, causal, window, sinks))
+        ours = median_ms(lambda: fmha.attention(q, k, v, causal=causal, window=window, sink=sinks))
+        peer = median_ms(lambda: fa4(q, k, v, causal, window, sinks))
         name = f"fmha_vs_fa4_b{b}_h{h}_s{s}_d{d}" + ("_causal" if causal else "") + (
             f"_window{window[0]}" if window[0] >= 0 else "") + ("_sink" if sink else "")
         row = {"name": name, "ours": round(flops / ours / 1e9, 1), "peer": round(flops / peer / 1e9, 1),

@@ -32,6 +32,7 @@ import cutlass.cute as cute  # noqa: E402
 from cutlass.cute.runtime import from_dlpack  # noqa: E402
 
 import lowering  # noqa: E402
+from cuda_timing import median_ms  # noqa: E402
 
 THREADS = 256
 PER_THREAD = 16  # values per thread: 64 B of f32 in, 8 B of E2M1 out
@@ -146,31 +147,16 @@ def exhaustive(name, log2_total, log2_chunk, out):
     return result
 
 
-def timed(fn, repeat=30):
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeat):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    times.sort()
-    return times[len(times) // 2]
-
-
 def bandwidth(src_dtype, n, pipeline):
     src = torch.randn(n, device="cuda", dtype=torch.float32).mul_(3).to(src_dtype)
     dst = torch.empty(n // 2, dtype=torch.uint8, device="cuda")
     compiled, _ = compile_converter(cutlass.Float4E2M1FN, src, dst, pipeline)
     a, b = from_dlpack(src, assumed_align=16), from_dlpack(dst, assumed_align=16)
     moved = src.numel() * src.element_size() + dst.numel()
-    ours = timed(lambda: compiled(a, b))
+    ours = median_ms(lambda: compiled(a, b), repeat=30)
     copy_src = torch.empty(moved // 2, dtype=torch.uint8, device="cuda")
     copy_dst = torch.empty_like(copy_src)
-    peer = timed(lambda: copy_dst.copy_(copy_src))
+    peer = median_ms(lambda: copy_dst.copy_(copy_src), repeat=30)
     return {
         "source": str(src_dtype).replace("torch.", ""),
         "elements": n,

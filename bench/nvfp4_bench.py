@@ -29,7 +29,6 @@ import datetime
 import json
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -38,10 +37,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from kernels import nvfp4  # noqa: E402
+from kernels.torch_device import arch_of  # noqa: E402
+from cuda_timing import median_ms  # noqa: E402
 
 SHAPES = [(8192, 8192), (16384, 16384), (4096, 7168)]
 LATENCY_SHAPE = (16, 7168)
@@ -68,23 +68,6 @@ def torch_quantize(x, gs):
     return packed, sf8.view(torch.uint8).view(m, k // 16)
 
 
-def timed(fn, iters: int, reps: int = 7) -> float:
-    """Median milliseconds per call over `reps` runs of `iters` back-to-back calls."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            fn()
-        end.record()
-        end.synchronize()
-        out.append(start.elapsed_time(end) / iters)
-    return statistics.median(out)
-
-
 def kernel_call(x, variant="plain", per_thread=None):
     """A zero-argument launcher of the compiled kernel on prebuilt CuTe tensors (no API overhead)."""
     m, k = x.shape
@@ -92,7 +75,7 @@ def kernel_call(x, variant="plain", per_thread=None):
     scales = torch.empty((m, k // 16), dtype=torch.uint8, device=x.device)
     gs = nvfp4.compute_global_scale(x).reshape(1).contiguous()
     kwargs = {} if per_thread is None else {"per_thread": per_thread}
-    fn = nvfp4.compile_quantize("bfloat16", nvfp4._arch_of(x.device), variant, **kwargs)
+    fn = nvfp4.compile_quantize("bfloat16", arch_of(x.device), variant, **kwargs)
     args = (
         nvfp4._cute(x, 16),
         nvfp4._cute(packed.view(torch.int32), 16),
@@ -144,15 +127,15 @@ def main():
         x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
         call, packed, scales, gs = kernel_call(x)
         iters = max(5, int(2e10 // moved))
-        t_ours = timed(call, iters)
+        t_ours = median_ms(call, repeat=7, iters=iters)
         call_f, packed_f, scales_f, _ = kernel_call(x, "fptosi")
-        t_fptosi = timed(call_f, iters)
+        t_fptosi = median_ms(call_f, repeat=7, iters=iters)
         src = torch.empty(moved // 2, dtype=torch.uint8, device=dev)
         dst = torch.empty_like(src)
-        t_copy = timed(lambda: dst.copy_(src), iters)
+        t_copy = median_ms(lambda: dst.copy_(src), repeat=7, iters=iters)
         g = gs.reshape(())
         cp, cs = compiled_ref(x, g)
-        t_comp = timed(lambda: compiled_ref(x, g), iters)
+        t_comp = median_ms(lambda: compiled_ref(x, g), repeat=7, iters=iters)
         call()
         call_f()
         torch.cuda.synchronize()
@@ -188,7 +171,7 @@ def main():
     m, k = LATENCY_SHAPE
     x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
     call, *_ = kernel_call(x)
-    t_kernel = timed(call, 2000)
+    t_kernel = median_ms(call, repeat=7, iters=2000)
     gs = nvfp4.compute_global_scale(x)
     nvfp4.quantize(x, gs)
     torch.cuda.synchronize()
@@ -197,7 +180,7 @@ def main():
         nvfp4.quantize(x, gs)
     torch.cuda.synchronize()
     t_api = (time.perf_counter() - t0) / 2000 * 1e3
-    t_comp = timed(lambda: compiled_ref(x, gs), 2000)
+    t_comp = median_ms(lambda: compiled_ref(x, gs), repeat=7, iters=2000)
     results[f"nvfp4_quantize_{m}x{k}_latency"] = {
         "ours": round(t_kernel * 1e3, 2),
         "peer": round(t_comp * 1e3, 2),
@@ -212,7 +195,7 @@ def main():
 
     # SASS: instructions per element from the difference of two unrolls
     md += ["| build (sm_90a) | SASS instrs, 4 blocks/thread | 8 blocks/thread | per element | per-element opcodes |", "| --- | --- | --- | --- | --- |"]
-    arch = nvfp4._arch_of(dev)
+    arch = arch_of(dev)
     for variant in ("plain", "fptosi"):
         counts = {}
         for bpt in (4, 8):

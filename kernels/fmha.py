@@ -49,6 +49,7 @@ from cutlass._mlir import ir
 from cutlass._mlir.dialects import arith
 
 import lowering
+from kernels.torch_device import arch_of, torch_module
 
 # --- tuning knobs ---------------------------------------------------------------
 BLOCK_M = 128  # query rows per CTA
@@ -601,16 +602,6 @@ def compile_attention(
 
 
 # --- torch API ----------------------------------------------------------------------
-def _torch():
-    import torch
-
-    return torch
-
-
-def _arch_of(device) -> str:
-    torch = _torch()
-    major, minor = torch.cuda.get_device_capability(device)
-    return f"sm_{major}{minor}a" if major >= 9 else f"sm_{major}{minor}"
 
 
 def attention(
@@ -637,7 +628,7 @@ def attention(
     score exp2s computed on the FMA units (0..1, default EXP2_FMA_FRACTION = 0: all MUFU);
     exp2_impl: "natural" or "magic" (default EXP2_FMA_IMPL), see compile_attention.
     """
-    torch = _torch()
+    torch = torch_module()
     if out_format == "nvfp4":
         raise NotImplementedError("out_format='nvfp4' is not implemented yet")
     for name, t in (("q", q), ("k", k), ("v", v)):
@@ -702,7 +693,7 @@ def attention(
     if out.numel():
         if sink is not None:
             sink = sink.contiguous()
-        fn = compile_attention(names[q.dtype], d, causal, (left, right), sink is not None, _arch_of(q.device), fma_frac, exp2_impl)
+        fn = compile_attention(names[q.dtype], d, causal, (left, right), sink is not None, arch_of(q.device), fma_frac, exp2_impl)
         dt = DTYPES[names[q.dtype]]
         gmem = cute.AddressSpace.gmem
         fn(
@@ -725,7 +716,7 @@ def reference_attention(q, k, v, causal: bool = False, window=(-1, -1), sink=Non
 
     Rows with no visible key (and no sink) give out = 0 and LSE = -inf.
     """
-    torch = _torch()
+    torch = torch_module()
     b, sq, hq, d = q.shape
     sk, hkv = k.shape[1], k.shape[2]
     scale = 1.0 / math.sqrt(d) if softmax_scale is None else float(softmax_scale)

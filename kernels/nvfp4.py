@@ -39,6 +39,7 @@ import cutlass.cute as cute
 from cutlass.cute.runtime import make_fake_compact_tensor
 
 import lowering
+from kernels.torch_device import arch_of, torch_module
 
 # --- tuning knobs ---------------------------------------------------------------
 THREADS = 256  # threads per CTA
@@ -227,16 +228,6 @@ def compile_dequantize(out_dtype: str = "bfloat16", arch: str = "sm_90a"):
 
 
 # --- torch API ----------------------------------------------------------------------
-def _torch():
-    import torch
-
-    return torch
-
-
-def _arch_of(device) -> str:
-    torch = _torch()
-    major, minor = torch.cuda.get_device_capability(device)
-    return f"sm_{major}{minor}a" if major >= 9 else f"sm_{major}{minor}"
 
 
 def _cute(t, align: int):
@@ -280,7 +271,7 @@ def _check_global_scale(torch, global_scale, device):
 
 def compute_global_scale(x):
     """448 * 6 / amax(|x|) over the finite elements (1 when that is 0), as a 0-d f32 tensor on x's device."""
-    torch = _torch()
+    torch = torch_module()
     a = x.detach().abs().float()
     amax = torch.where(torch.isfinite(a), a, torch.zeros((), device=a.device)).amax()
     return torch.where(amax > 0, torch.tensor(448.0 * 6.0, device=a.device) / amax, torch.ones((), device=a.device))
@@ -294,7 +285,7 @@ def quantize(x, global_scale=None, swizzle: bool = False, *, variant: str = "pla
     the 128x4 tile layout Blackwell's block-scaled GEMMs read (`swizzle_scales`).
     `variant="fptosi"`: the comparison build.
     """
-    torch = _torch()
+    torch = torch_module()
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
     names = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
@@ -314,7 +305,7 @@ def quantize(x, global_scale=None, swizzle: bool = False, *, variant: str = "pla
     packed = torch.empty((m, k // 2), dtype=torch.uint8, device=x.device)
     scales = torch.empty((m, k // BLOCK), dtype=torch.uint8, device=x.device)
     if m * k:
-        fn = compile_quantize(names[x.dtype], _arch_of(x.device), variant)
+        fn = compile_quantize(names[x.dtype], arch_of(x.device), variant)
         fn(_cute(x, 16), _cute(packed.view(torch.int32), 16), _cute(scales, 4), _cute(global_scale.reshape(1), 4), _stream(torch, x.device))
     scales = scales.view(torch.float8_e4m3fn)
     return packed, (swizzle_scales(scales) if swizzle else scales), global_scale
@@ -331,7 +322,7 @@ def swizzle_scales(scales):
     tile, scale (r, c) sits at byte (r % 32) * 16 + (r // 32) * 4 + c: four 32-row
     slabs interleaved so that one 16-byte load holds row r's 4 scales of every slab.
     """
-    torch = _torch()
+    torch = torch_module()
     rows, cols = scales.shape
     tiles_r = -(-rows // SWIZZLE_ROWS)
     tiles_c = -(-cols // SWIZZLE_COLS)
@@ -346,7 +337,7 @@ def swizzle_scales(scales):
 
 def dequantize(packed, scales, global_scale, dtype=None):
     """(packed uint8 [M, K//2], scales float8_e4m3fn [M, K//16], global f32) -> [M, K] of `dtype` (bf16 default)."""
-    torch = _torch()
+    torch = torch_module()
     dtype = torch.bfloat16 if dtype is None else dtype
     names = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
     if dtype not in names:
@@ -369,7 +360,7 @@ def dequantize(packed, scales, global_scale, dtype=None):
     global_scale = _check_global_scale(torch, global_scale, packed.device)
     out = torch.empty((m, half * 2), dtype=dtype, device=packed.device)
     if out.numel():
-        fn = compile_dequantize(names[dtype], _arch_of(packed.device))
+        fn = compile_dequantize(names[dtype], arch_of(packed.device))
         fn(
             _cute(packed.view(torch.int32), 16),
             _cute(scales.view(torch.uint8), 4),
