@@ -105,7 +105,7 @@ def e8m0_upward_reference(x: torch.Tensor) -> torch.Tensor:
 
 CASES = {
     # name: (target type, pipeline, reference, codes per byte)
-    "e2m1_bits": (cutlass.Float4E2M1FN, "builtin.module(truncf-to-select)", e2m1_reference, 2),
+    "e2m1_fma": (cutlass.Float4E2M1FN, "builtin.module(truncf-to-select)", e2m1_reference, 2),
     "e2m1_select": (cutlass.Float4E2M1FN, "builtin.module(truncf-to-select{e2m1=select})", e2m1_reference, 2),
     "e4m3": (cutlass.Float8E4M3FN, "builtin.module(truncf-to-select)", e4m3_reference, 1),
     "e8m0_upward": (cutlass.Float8E8M0FNU, "builtin.module(truncf-to-select)", e8m0_upward_reference, 1),

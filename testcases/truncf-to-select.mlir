@@ -20,36 +20,61 @@
 // CHECK: arith.cmpf ugt, %[[ABS]], %{{.*}} : vector<8xf32>
 // CHECK: arith.cmpf uge, %[[ABS]], %{{.*}} : vector<8xf32>
 // CHECK: %[[TOP:.*]] = arith.cmpf ugt, %[[ABS]], %{{.*}} : vector<8xf32>
-// CHECK: %[[CODE:.*]] = arith.select %[[TOP]], %{{.*}}, %{{.*}} : vector<8xi1>, vector<8xi32>
+// The codes are selected already shifted to bits 28..31: 7 << 28 above 5.0.
+// CHECK: %[[SEVEN:.*]] = arith.constant dense<1879048192> : vector<8xi32>
+// CHECK: %[[CODE:.*]] = arith.select %[[TOP]], %[[SEVEN]], %{{.*}} : vector<8xi1>, vector<8xi32>
 // The sign, unless x is NaN: as i32, negative non-NaN patterns are those <= 0xFF800000 (-inf).
 // CHECK: %[[NEG:.*]] = arith.cmpi sle, %[[BITS]], %{{.*}} : vector<8xi32>
-// CHECK: arith.select %[[NEG]], %{{.*}}, %{{.*}} : vector<8xi1>, vector<8xi32>
+// CHECK: %[[SIGNBIT:.*]] = arith.constant dense<-2147483648> : vector<8xi32>
+// CHECK: arith.select %[[NEG]], %[[SIGNBIT]], %{{.*}} : vector<8xi1>, vector<8xi32>
 // CHECK: %[[SIGNED:.*]] = arith.ori %[[CODE]], %{{.*}} : vector<8xi32>
-// Eight 4-bit codes are packed into one i32 (lane 0 lowest), then viewed as nibbles.
+// Eight 4-bit codes (each in bits 28..31 of its lane) are packed into one i32, lane 0
+// lowest, from the last lane down: word = (word << 4) | (lane >> 28).
+// CHECK: %[[L7:.*]] = vector.extract %[[SIGNED]][7] : i32 from vector<8xi32>
+// CHECK: %[[W7:.*]] = arith.shrui %[[L7]], %[[C28:.*]] : i32
+// CHECK: %[[L6:.*]] = vector.extract %[[SIGNED]][6] : i32 from vector<8xi32>
+// CHECK: %[[N6:.*]] = arith.shrui %[[L6]], %[[C28]] : i32
+// CHECK: %[[S7:.*]] = arith.shli %[[W7]], %[[FOUR:.*]] : i32
+// CHECK: arith.ori %[[S7]], %[[N6]] : i32
 // CHECK: %[[L0:.*]] = vector.extract %[[SIGNED]][0] : i32 from vector<8xi32>
-// CHECK: %[[L1:.*]] = vector.extract %[[SIGNED]][1] : i32 from vector<8xi32>
-// CHECK: %[[FOUR:.*]] = arith.constant 4 : i32
-// CHECK: %[[S1:.*]] = arith.shli %[[L1]], %[[FOUR]] : i32
-// CHECK: arith.ori %[[L0]], %[[S1]] : i32
 // CHECK: %[[WORDS:.*]] = vector.from_elements %{{.*}} : vector<1xi32>
 // CHECK: %[[NIBBLE:.*]] = vector.bitcast %[[WORDS]] : vector<1xi32> to vector<8xi4>
 // CHECK: %[[Q:.*]] = arith.bitcast %[[NIBBLE]] : vector<8xi4> to vector<8xf4E2M1FN>
 // CHECK-NOT: arith.truncf
 // CHECK-NOT: fptosi
 // CHECK: return %[[Q]]
-// The default E2M1 formulation: |x|'s pattern clamped to 6.0's, rounded to one
-// mantissa bit; below 1.0 one fma on the f32 adder.
+// The default E2M1 formulation: |x| saturated to 6 (NaN -> 6), p = 2^max(exponent, 0)
+// from the pattern, one rounding in fma(p, 2^22, a), the exact rounded value back by
+// fma(p, -2^22, t), scaled by 2^-126 so that its pattern is the code << 22.
 // ARITH-LABEL: func.func @e2m1_vector
-// ARITH: %[[B:.*]] = arith.bitcast %arg0 : vector<8xf32> to vector<8xi32>
-// ARITH: %[[ABS:.*]] = arith.andi %[[B]], %{{.*}} : vector<8xi32>
-// ARITH: %[[KEPT:.*]] = arith.minui %[[ABS]], %{{.*}} : vector<8xi32>
-// ARITH: arith.shrui %[[KEPT]]
-// ARITH: math.fma
-// ARITH: arith.cmpi ult, %[[KEPT]]
-// ARITH: arith.cmpi sle, %[[B]], %{{.*}} : vector<8xi32>
+// ARITH: %[[ABS:.*]] = math.absf %arg0 : vector<8xf32>
+// ARITH: %[[SIX:.*]] = arith.constant dense<6.000000e+00> : vector<8xf32>
+// ARITH: %[[A:.*]] = llvm.intr.minnum(%[[ABS]], %[[SIX]])
+// ARITH: %[[AB:.*]] = arith.bitcast %[[A]] : vector<8xf32> to vector<8xi32>
+// ARITH: %[[ONE:.*]] = arith.constant dense<1065353216> : vector<8xi32>
+// ARITH: %[[ATLEAST1:.*]] = arith.maxui %[[AB]], %[[ONE]] : vector<8xi32>
+// ARITH: %[[EXPMASK:.*]] = arith.constant dense<2139095040> : vector<8xi32>
+// ARITH: %[[PB:.*]] = arith.andi %[[ATLEAST1]], %[[EXPMASK]] : vector<8xi32>
+// ARITH: %[[P:.*]] = arith.bitcast %[[PB]] : vector<8xi32> to vector<8xf32>
+// ARITH: %[[M22:.*]] = arith.constant dense<0x4A800000> : vector<8xf32>
+// ARITH: %[[T:.*]] = math.fma %[[P]], %[[M22]], %[[A]] : vector<8xf32>
+// ARITH: %[[NM22:.*]] = arith.constant dense<0xCA800000> : vector<8xf32>
+// ARITH: %[[R:.*]] = math.fma %[[P]], %[[NM22]], %[[T]] : vector<8xf32>
+// ARITH: %[[TINY:.*]] = arith.constant dense<1.17549435E-38> : vector<8xf32>
+// ARITH: %[[S:.*]] = arith.mulf %[[R]], %[[TINY]] : vector<8xf32>
+// ARITH: %[[CODE22:.*]] = arith.bitcast %[[S]] : vector<8xf32> to vector<8xi32>
+// The sign from minnum(x, +inf): x itself, +inf for NaN (whose result is +6).
+// ARITH: %[[INF:.*]] = arith.constant dense<0x7F800000> : vector<8xf32>
+// ARITH: %[[SX:.*]] = llvm.intr.minnum(%arg0, %[[INF]])
+// ARITH: %[[SXB:.*]] = arith.bitcast %[[SX]] : vector<8xf32> to vector<8xi32>
+// ARITH: %[[SIGN:.*]] = arith.andi %[[SXB]], %{{.*}} : vector<8xi32>
+// ARITH: %[[SIX_I:.*]] = arith.constant dense<6> : vector<8xi32>
+// ARITH: %[[CODE28:.*]] = arith.shli %[[CODE22]], %[[SIX_I]] : vector<8xi32>
+// ARITH: %[[TOP:.*]] = arith.ori %[[CODE28]], %[[SIGN]] : vector<8xi32>
+// ARITH: vector.extract %[[TOP]][7]
 // ARITH: vector.bitcast %{{.*}} : vector<1xi32> to vector<8xi4>
 // ARITH-NOT: arith.truncf
-// ARITH-NOT: arith.cmpf {{u|o}}g
+// ARITH-NOT: arith.cmpf
 // SM100-LABEL: func.func @e2m1_vector
 // SM100: arith.truncf %arg0 : vector<8xf32> to vector<8xf4E2M1FN>
 // SM90-LABEL: func.func @e2m1_vector

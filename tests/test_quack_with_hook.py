@@ -46,7 +46,7 @@ EXPECTED_REWRITES = {
 }
 E2M1_CVT = "cvt.rn.satfinite.e2m1x2.f32"
 PURE_DIALECTS = ("arith", "math", "vector")
-PURE_OPS = ("llvm.bitcast", "llvm.inline_asm", "nvvm.inline_ptx")
+PURE_OPS = ("llvm.bitcast", "llvm.intr.minnum", "llvm.inline_asm", "nvvm.inline_ptx")
 
 
 @pytest.fixture(scope="module")

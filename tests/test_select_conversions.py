@@ -195,6 +195,25 @@ def test_truncf_16bit_exhaustive(src, dst, rounding, ref_rounding):
 
 
 @needs(TRUNCF)
+@pytest.mark.parametrize("formulation", ["fma", "select"])
+@pytest.mark.parametrize("src", ["f32", "vector<8xf32>", "vector<16xf32>", "bf16", "vector<8xf16>"])
+def test_truncf_e2m1_both_formulations(formulation, src):
+    """Each E2M1 formulation, scalar and packed vectors, from every 16-bit source pattern
+    or the stratified f32 set (every tie, boundary and special value)."""
+    pipeline = PIPELINE.format(f"{TRUNCF}{{e2m1={formulation}}}")
+    dst = src.replace("f32", "f4E2M1FN").replace("bf16", "f4E2M1FN").replace("f16", "f4E2M1FN")
+    kernel = host_conversion(src, dst, pipeline)
+    element = src.split("x")[-1].rstrip(">") if "<" in src else src
+    if element == "f32":
+        x = f32_inputs("f4E2M1FN")[:: 3 if "<" in src else 1]
+        expected = ref.encode(x, "f4E2M1FN")
+    else:
+        x = all16()
+        expected = ref.encode(ref.to_f32(x, element), "f4E2M1FN")
+    assert_same(x, expected, kernel(x), f"truncf {src} -> E2M1, e2m1={formulation}", element)
+
+
+@needs(TRUNCF)
 @pytest.mark.parametrize("rounding", ["downward", "toward_zero"])
 def test_truncf_e8m0_downward(rounding):
     kernel = host_conversion("f32", "f8E8M0FNU", PIPELINE.format(TRUNCF), rounding=rounding)

@@ -15,16 +15,35 @@ After, with `e2m1=select` (one compare and one select per rounding threshold on 
     %code = %c7 | (sign of x, unless x is NaN)
     %q    = arith.bitcast (arith.trunci %code to vector<8xi4>) to vector<8xf4E2M1FN>
 
-With the default `e2m1=bits` the E2M1 code is integer arithmetic on |x|'s bit pattern
-instead (clamp, round to one mantissa bit, one FMA for the values below 1.0): on
-sm_90a ptxas makes that 12.6 SASS instructions per value against 17.4 for the seven
-thresholds, packing included (measured on the compiled kernel, `bench/RESULTS.md`),
-with the same results. No float-to-int op is left either way: codes are integer constants picked
-by float compares, or integer arithmetic on the f32 bit pattern (FP8: E4M3 has 126
-finite magnitudes, so thresholds would be a chain of 126; E8M0 is the f32 exponent). Vectors
-are converted lane-parallel (the ops take vectors), scalars the same way. f16 and bf16
-sources are widened to f32 first (exact). The thresholds and codes come from
-`lowering/formats.py`.
+With the default `e2m1=fma` the f32 FMA does the rounding and a scale does the encoding:
+
+    %a = llvm.intr.minnum(|x|, 6.0)           // saturate; NaN -> 6
+    %p = 2^max(exponent(%a), 0)               // integer max and mask on the pattern
+    %t = math.fma %p, 2^22, %a                // ONE rounding, on E2M1's grid near %a
+    %r = math.fma %p, -2^22, %t               // the rounded |x|, exact
+    %s = arith.mulf %r, 2^-126                // its pattern is the E2M1 code << 22
+    %v = (bits(%s) << 6) | sign of minnum(x, +inf)   // code in bits 28..31
+
+`t` lies in [2^(e+22), 2^(e+23)), where f32's spacing is 2^(e-1): E2M1's spacing
+near `a` (0.5 below 2, 1 in [2, 4), 2 in [4, 6]), and `p * 2^22` is an even
+multiple of it, so the FMA's round-to-nearest-even is E2M1's, ties included. Scaled
+by 2^-126 the eight E2M1 magnitudes land on the f32 patterns with E2M1's own layout
+(0.5 -> the denormal 2^-127, 1 -> 2^-126, 6 -> 1.5 * 2^-124): the code is the bit
+pattern, no compare. This needs f32 denormals (no flush-to-zero), which arith ops
+get in CuTeDSL's pipeline. On sm_90a ptxas makes it 8.6 SASS instructions per value
+against 17.4 for the seven thresholds, packing included (`bench/RESULTS.md`). The
+minimum is `llvm.intr.minnum` (PTX `min.f32`, one FMNMX; it returns the other operand
+for any NaN): CuTeDSL expands `arith.minnumf` into three instructions. LLVM allows
+minnum to return NaN for a signalling NaN input, which no target we compile for does;
+all 2^32 inputs are checked on the CPU and on the H200.
+
+No float-to-int op is left either way: codes are integer constants picked by float
+compares, or bit patterns of exact float results (FP8: E4M3 has 126 finite
+magnitudes, so thresholds would be a chain of 126: integer arithmetic on the f32
+pattern instead; E8M0 is the f32 exponent). Vectors are converted lane-parallel (the
+ops take vectors), scalars the same way; eight E2M1 codes are packed per i32. f16
+and bf16 sources are widened to f32 first (exact). The thresholds and codes come
+from `lowering/formats.py`.
 
 Semantics: those of PTX `cvt.rn.satfinite.{e2m1x2,e4m3x2,e5m2x2}.f32` and
 `cvt.rp.satfinite.ue8m0x2.f32`, where `arith.truncf` itself says less:
@@ -52,11 +71,12 @@ rewritten.
 
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import dataclass
 from lowering.elementwise import Elementwise
 from lowering.formats import E2M1, E8M0, FORMATS, NarrowFloat
-from lowering.mlir import arith, element_type, ir, math_ops, vector
+from lowering.mlir import arith, create_op, element_type, ir, math_ops, vector
 from lowering.narrow_conversion import ARCH_OPTIONS, NarrowConversionPass
 from lowering.registry import choice, register_pass
 from lowering.rewriting import Leave
@@ -87,7 +107,7 @@ class _Match:
     "truncf-to-select",
     options=(
         *ARCH_OPTIONS,
-        choice("e2m1", ("bits", "select"), "bits", "E2M1 formulation: bit arithmetic, or a select per threshold"),
+        choice("e2m1", ("fma", "select"), "fma", "E2M1 formulation: an FMA rounds and a scale encodes, or a select per threshold"),
     ),
 )
 class TruncfToSelect(NarrowConversionPass):
@@ -119,56 +139,58 @@ class TruncfToSelect(NarrowConversionPass):
         lanes = Elementwise(x.type)
         if not ir.F32Type.isinstance(element_type(x.type)):
             x = arith.extf(lanes.type(ir.F32Type.get()), x)  # exact
-        if m.fmt is E2M1:
+        narrow_int = ir.IntegerType.get_signless(m.fmt.bits)
+        if m.fmt is E2M1:  # the code in bits 28..31, zeros below
             by_thresholds = self.options["e2m1"] == "select"
-            code = e2m1_by_thresholds(lanes, x) if by_thresholds else e2m1_by_bits(lanes, x)
+            top = e2m1_top_by_thresholds(lanes, x) if by_thresholds else e2m1_top_by_fma(lanes, x)
+            if lanes.shape is not None and lanes.shape[0] % 8 == 0:
+                return [arith.bitcast(result_type, pack_nibbles(top, lanes.shape[0], narrow_int))]
+            code = arith.shrui(top, lanes.int(28))
         elif m.fmt is E8M0:
             code = e8m0_by_exponent(lanes, x, m.rounding)
         else:
             code = nearest_even_by_bits(lanes, x, m.fmt)
-        narrow_int = ir.IntegerType.get_signless(m.fmt.bits)
-        if m.fmt.bits == 4 and lanes.shape is not None and lanes.shape[0] % 8 == 0:
-            narrow = pack_nibbles(code, lanes.shape[0], narrow_int)
-        else:
-            narrow = arith.trunci(lanes.type(narrow_int), code)
-        return [arith.bitcast(result_type, narrow)]
+        return [arith.bitcast(result_type, arith.trunci(lanes.type(narrow_int), code))]
 
 
-def pack_nibbles(code: ir.Value, lanes: int, nibble: ir.Type) -> ir.Value:
-    """4-bit codes (one per i32 lane, each < 16) packed eight to an i32, lane 0 lowest.
+def pack_nibbles(top: ir.Value, lanes: int, nibble: ir.Type) -> ir.Value:
+    """4-bit codes (one per i32 lane, in bits 28..31) packed eight to an i32, lane 0 lowest.
 
-    Left to LLVM, a vector<16xi4> result is assembled and stored 16 bits at a time on
-    sm_90a (four 2-byte stores per 8 bytes); packed words keep the store one piece.
+    Horner from the last lane, `word = (word << 4) | (lane >> 28)`: LLVM makes each
+    step one funnel shift (SHF). Left to LLVM, a vector<16xi4> result would be
+    assembled and stored 16 bits at a time on sm_90a (four 2-byte stores per 8 bytes);
+    packed words keep the store one piece.
     """
     i32 = ir.IntegerType.get_signless(32)
+    four, twenty_eight = arith.constant(i32, 4), arith.constant(i32, 28)
     words = []
     for w in range(lanes // 8):
-        word = vector.extract(code, [], [8 * w])
-        for j in range(1, 8):
-            lane = vector.extract(code, [], [8 * w + j])
-            word = arith.ori(word, arith.shli(lane, arith.constant(i32, 4 * j)))
+        word = arith.shrui(vector.extract(top, [], [8 * w + 7]), twenty_eight)
+        for j in range(6, -1, -1):
+            lane = arith.shrui(vector.extract(top, [], [8 * w + j]), twenty_eight)
+            word = arith.ori(arith.shli(word, four), lane)
         words.append(word)
     packed = vector.from_elements(ir.VectorType.get([lanes // 8], i32), words)
     return vector.bitcast(ir.VectorType.get([lanes], nibble), packed)
 
 
-def _sign_unless_nan(lanes: Elementwise, x: ir.Value, bits: ir.Value, fmt: NarrowFloat) -> ir.Value:
-    """The format's sign bit when x is negative and not NaN (PTX's NaN result is positive).
+def _sign_unless_nan(lanes: Elementwise, bits: ir.Value, sign: int) -> ir.Value:
+    """`sign` when x (as `bits`) is negative and not NaN, else 0 (PTX's NaN result is positive).
 
     One signed compare of the bit pattern: as i32, -0 and the negative floats down to
     -inf (0xFF800000) are exactly the values <= -2^23; negative NaN patterns lie
     between -2^23 and 0.
     """
     negative = arith.cmpi(arith.CmpIPredicate.sle, bits, lanes.int(0xFF800000))
-    return arith.select(negative, lanes.int(fmt.sign_bit), lanes.int(0))
+    return arith.select(negative, lanes.int(sign), lanes.int(0))
 
 
 def _magnitude(lanes: Elementwise, bits: ir.Value) -> ir.Value:
     return lanes.as_f32(arith.andi(bits, lanes.int(0x7FFFFFFF)))
 
 
-def e2m1_by_thresholds(lanes: Elementwise, x: ir.Value) -> ir.Value:
-    """E2M1 code in i32 lanes: a select per round-to-nearest-even threshold on |x|.
+def e2m1_top_by_thresholds(lanes: Elementwise, x: ir.Value) -> ir.Value:
+    """E2M1 code << 28 in i32 lanes: a select per round-to-nearest-even threshold on |x|.
 
     Unordered compares count NaN as above every threshold, giving the largest code (6).
     """
@@ -178,30 +200,26 @@ def e2m1_by_thresholds(lanes: Elementwise, x: ir.Value) -> ir.Value:
     for midpoint, ties_up, code_above in E2M1.nearest_even_thresholds():
         predicate = arith.CmpFPredicate.UGE if ties_up else arith.CmpFPredicate.UGT
         above = arith.cmpf(predicate, magnitude, lanes.float(float(midpoint)))
-        code = arith.select(above, lanes.int(code_above), code)
-    return arith.ori(code, _sign_unless_nan(lanes, x, bits, E2M1))
+        code = arith.select(above, lanes.int(code_above << 28), code)
+    return arith.ori(code, _sign_unless_nan(lanes, bits, E2M1.sign_bit << 28))
 
 
-def e2m1_by_bits(lanes: Elementwise, x: ir.Value) -> ir.Value:
-    """E2M1 code in i32 lanes from |x|'s bit pattern.
+def e2m1_top_by_fma(lanes: Elementwise, x: ir.Value) -> ir.Value:
+    """E2M1 code << 28 in i32 lanes: the FMA rounds, a scale by 2^-126 encodes (module docstring)."""
+    a = _minnum(math_ops.absf(x), lanes.float(6.0))  # +-inf, beyond 6 and NaN -> 6
+    one_or_more = arith.maxui(lanes.bits(a), lanes.int(_f32_bits(1.0)))  # below 1.0 the spacing stays 0.5
+    p = lanes.as_f32(arith.andi(one_or_more, lanes.int(0x7F800000)))  # 2^max(e, 0)
+    t = math_ops.fma(p, lanes.float(2.0**22), a)  # the rounding
+    rounded = math_ops.fma(p, lanes.float(-(2.0**22)), t)  # exact
+    code = lanes.bits(arith.mulf(rounded, lanes.float(2.0**-126)))  # code << 22, exact
+    sign_source = lanes.bits(_minnum(x, lanes.float(math.inf)))  # x, but +inf for NaN (PTX: NaN -> +6)
+    sign = arith.andi(sign_source, lanes.int(0x80000000))
+    return arith.ori(arith.shli(code, lanes.int(6)), sign)
 
-    |x|'s pattern is clamped to 6.0's as an unsigned integer: inf and NaN patterns
-    are larger, so they clamp too (NaN -> 6, as PTX gives). At or above 1.0 the code
-    is the pattern rounded to one mantissa bit (add 2^21 - 1 plus the kept lsb, shift
-    by 22, rebias by 252); below 1.0 it is `fma(|x|, 2, 2^23)`, whose single RNE
-    rounding lands on the integer code (0, 1 or 2), minus 2^23's pattern.
-    """
-    i32 = arith.CmpIPredicate
-    bits = lanes.bits(x)
-    kept = arith.minui(arith.andi(bits, lanes.int(0x7FFFFFFF)), lanes.int(0x40C00000))
-    lsb = arith.andi(arith.shrui(kept, lanes.int(22)), lanes.int(1))
-    rounded = arith.addi(arith.addi(kept, lanes.int(0x1FFFFF)), lsb)
-    normal = arith.subi(arith.shrui(rounded, lanes.int(22)), lanes.int(252))
-    shifted = math_ops.fma(lanes.as_f32(kept), lanes.float(2.0), lanes.float(2.0**23))
-    subnormal = arith.subi(lanes.bits(shifted), lanes.int(0x4B000000))
-    below_one = arith.cmpi(i32.ult, kept, lanes.int(0x3F800000))
-    code = arith.select(below_one, subnormal, normal)
-    return arith.ori(code, _sign_unless_nan(lanes, x, bits, E2M1))
+
+def _minnum(a: ir.Value, b: ir.Value) -> ir.Value:
+    """`llvm.intr.minnum`: one PTX min.f32; CuTeDSL expands arith.minnumf into a compare and two selects."""
+    return create_op("llvm.intr.minnum", [a.type], [a, b], {}).result
 
 
 def nearest_even_by_bits(lanes: Elementwise, x: ir.Value, fmt: NarrowFloat) -> ir.Value:
