@@ -30,8 +30,8 @@ multiple of it, so the FMA's round-to-nearest-even is E2M1's, ties included. Sca
 by 2^-126 the eight E2M1 magnitudes land on the f32 patterns with E2M1's own layout
 (0.5 -> the denormal 2^-127, 1 -> 2^-126, 6 -> 1.5 * 2^-124): the code is the bit
 pattern, no compare. This needs f32 denormals (no flush-to-zero), which arith ops
-get in CuTeDSL's pipeline. On sm_90a ptxas makes it 8.6 SASS instructions per value
-against 17.4 for the seven thresholds, packing included (`bench/RESULTS.md`). The
+get in CuTeDSL's pipeline. On sm_90a ptxas makes it 8.9 SASS instructions per value
+against 17.9 for the seven thresholds, packing included (`bench/RESULTS.md`). The
 minimum is `llvm.intr.minnum` (PTX `min.f32`, one FMNMX; it returns the other operand
 for any NaN): CuTeDSL expands `arith.minnumf` into three instructions. LLVM allows
 minnum to return NaN for a signalling NaN input, which no target we compile for does;
