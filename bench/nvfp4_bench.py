@@ -7,7 +7,8 @@ codes and M*K/16 scales out. The peer is `dst.copy_(src)` moving the same number
 bytes in the same run. torch.compile runs `torch_quantize`, a torch transcription of
 the same semantics (also checked bit for bit against ours). Kernel times are CUDA-event
 medians over back-to-back launches of the compiled kernel (the API's Python wrapper
-adds its own cost: reported separately for the latency shape).
+adds its own cost: reported separately for the latency shape, where launches are also
+timed replayed from a CUDA graph, the GPU's own time without Python's launch cost).
 
 SASS: the cubin CuTeDSL keeps (CUTE_DSL_KEEP=cubin), `cuobjdump --dump-sass`; the
 instructions per element are the difference between builds with 8 and 4 blocks per
@@ -69,21 +70,37 @@ def torch_quantize(x, gs):
 
 
 def kernel_call(x, variant="plain", per_thread=None):
-    """A zero-argument launcher of the compiled kernel on prebuilt CuTe tensors (no API overhead)."""
+    """A zero-argument launcher of the compiled kernel on prebuilt arguments (no API overhead)."""
     m, k = x.shape
     packed = torch.empty((m, k // 2), dtype=torch.uint8, device=x.device)
     scales = torch.empty((m, k // 16), dtype=torch.uint8, device=x.device)
     gs = nvfp4.compute_global_scale(x).reshape(1).contiguous()
     kwargs = {} if per_thread is None else {"per_thread": per_thread}
     fn = nvfp4.compile_quantize("bfloat16", arch_of(x.device), variant, **kwargs)
-    args = (
-        nvfp4._cute(x, 16),
-        nvfp4._cute(packed.view(torch.int32), 16),
-        nvfp4._cute(scales, 4),
-        nvfp4._cute(gs, 4),
-        nvfp4._stream(torch, x.device),
-    )
+    args = (*nvfp4.quantize_arguments(x, packed, scales, gs), nvfp4._stream(torch, x.device))
     return (lambda: fn(*args)), packed, scales, gs
+
+
+def graph_ms(launch, launches: int = 200):
+    """Milliseconds per launch of `launch` replayed from a CUDA graph of `launches` launches.
+
+    None if capture fails (e.g. a launch that synchronizes); the reason is printed.
+    """
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm up outside the capture (compiles, allocations)
+            for _ in range(3):
+                launch()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(launches):
+                launch()
+        return median_ms(graph.replay, repeat=7, iters=5) / launches
+    except Exception as e:  # noqa: BLE001  (capture errors come as several types)
+        print(f"CUDA graph capture failed: {type(e).__name__}: {e}", flush=True)
+        return None
 
 
 def sass_of(compiled, path: Path):
@@ -167,12 +184,15 @@ def main():
         del x, src, dst, packed, scales, cp, cs, packed_f, scales_f
         torch.cuda.empty_cache()
 
-    # latency of a small (decode-sized) tensor
+    # latency of a small (decode-sized) tensor: back-to-back launches from Python (what a
+    # caller pays without graphs) and per launch inside a CUDA graph (the GPU's own time)
     m, k = LATENCY_SHAPE
     x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
-    call, *_ = kernel_call(x)
+    call, packed, scales, gs = kernel_call(x)
     t_kernel = median_ms(call, repeat=7, iters=2000)
-    gs = nvfp4.compute_global_scale(x)
+    fn = nvfp4.compile_quantize("bfloat16", arch_of(dev), "plain")
+    pointers = nvfp4.quantize_arguments(x, packed, scales, gs)
+    g_ours = graph_ms(lambda: fn(*pointers, nvfp4._stream(torch, dev)))
     nvfp4.quantize(x, gs)
     torch.cuda.synchronize()
     t0 = time.perf_counter()
@@ -181,16 +201,26 @@ def main():
     torch.cuda.synchronize()
     t_api = (time.perf_counter() - t0) / 2000 * 1e3
     t_comp = median_ms(lambda: compiled_ref(x, gs), repeat=7, iters=2000)
+    g_comp = graph_ms(lambda: compiled_ref(x, gs))
     results[f"nvfp4_quantize_{m}x{k}_latency"] = {
         "ours": round(t_kernel * 1e3, 2),
         "peer": round(t_comp * 1e3, 2),
         "ratio": round(t_comp / t_kernel, 3),  # higher is better, like the bandwidth entries
         "unit": "us per call (back-to-back launches; peer: torch.compile of the reference; ratio = peer / ours)",
         "api_us": round(t_api * 1e3, 2),
+        "graph_us": None if g_ours is None else round(g_ours * 1e3, 2),
+        "peer_graph_us": None if g_comp is None else round(g_comp * 1e3, 2),
         "gpu": gpu,
         "date": date,
     }
-    md += ["", f"Latency {m}x{k}: kernel {t_kernel * 1e3:.2f} us/call (back-to-back), API (Python wrapper, from_dlpack) {t_api * 1e3:.2f} us/call, torch.compile {t_comp * 1e3:.2f} us/call", ""]
+    shown = lambda t: "n/a" if t is None else f"{t * 1e3:.2f}"  # noqa: E731
+    md += [
+        "",
+        f"Latency {m}x{k}, us per call: ours {t_kernel * 1e3:.2f} launched back-to-back from Python, "
+        f"{shown(g_ours)} inside a CUDA graph, {t_api * 1e3:.2f} through `nvfp4.quantize` (checks + pointers); "
+        f"torch.compile {t_comp * 1e3:.2f} back-to-back, {shown(g_comp)} inside a CUDA graph",
+        "",
+    ]
     print(md[-2], flush=True)
 
     # SASS: instructions per element from the difference of two unrolls

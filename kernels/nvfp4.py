@@ -36,7 +36,7 @@ import functools
 import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
-from cutlass.cute.runtime import make_fake_compact_tensor
+from cutlass.cute.runtime import make_ptr
 
 import lowering
 from kernels.torch_device import arch_of, torch_module
@@ -138,10 +138,12 @@ def _make_quantize(variant: str, per_thread: int):
                     sb[b] = sf
 
     @cute.jit
-    def quantize(x: cute.Tensor, q: cute.Tensor, s: cute.Tensor, g: cute.Tensor, stream: cuda.CUstream):
-        blocks = cute.size(x) // BLOCK
+    def quantize(x: cute.Pointer, q: cute.Pointer, s: cute.Pointer, g: cute.Pointer, n: cutlass.Int32, stream: cuda.CUstream):
+        blocks = n // BLOCK
         grid = (blocks + step - 1) // step
-        quantize_kernel(x, q, s, g).launch(grid=(grid, 1, 1), block=(THREADS, 1, 1), stream=stream)
+        quantize_kernel(*_flat_tensors((x, n), (q, n // 8), (s, blocks), (g, 1))).launch(
+            grid=(grid, 1, 1), block=(THREADS, 1, 1), stream=stream
+        )
 
     return quantize
 
@@ -166,31 +168,36 @@ def _make_dequantize(out_type):
                 yb[(None, b)].store(((values * sf) * inv_gs).to(out_type))
 
     @cute.jit
-    def dequantize(q: cute.Tensor, s: cute.Tensor, g: cute.Tensor, y: cute.Tensor, stream: cuda.CUstream):
-        blocks = cute.size(y) // BLOCK
+    def dequantize(q: cute.Pointer, s: cute.Pointer, g: cute.Pointer, y: cute.Pointer, n: cutlass.Int32, stream: cuda.CUstream):
+        blocks = n // BLOCK
         grid = (blocks + step - 1) // step
-        dequantize_kernel(q, s, g, y).launch(grid=(grid, 1, 1), block=(THREADS, 1, 1), stream=stream)
+        dequantize_kernel(*_flat_tensors((q, n // 8), (s, blocks), (g, 1), (y, n))).launch(
+            grid=(grid, 1, 1), block=(THREADS, 1, 1), stream=stream
+        )
 
     return dequantize
 
 
+def _flat_tensors(*pointers_and_sizes):
+    """1-D tensors over raw pointers (the host passes pointers and a size: cheap per call)."""
+    return [cute.make_tensor(ptr, cute.make_layout((size,))) for ptr, size in pointers_and_sizes]
+
+
 # --- compile (no GPU needed) ------------------------------------------------------
-def _fake_args_quantize(in_type):
-    n = cute.sym_int32(divisibility=BLOCK)
-    return (
-        make_fake_compact_tensor(in_type, (n,), assumed_align=16),
-        make_fake_compact_tensor(cutlass.Uint32, (cute.sym_int32(divisibility=2),), assumed_align=16),
-        make_fake_compact_tensor(cutlass.Uint8, (cute.sym_int32(),), assumed_align=4),
-        make_fake_compact_tensor(F32, (1,), assumed_align=4),
-    )
+# Pointer alignments: the element tensors and the codes are read/written 16 bytes at a
+# time; the API checks that the torch tensors honour them.
+ALIGN_VALUES, ALIGN_CODES, ALIGN_SCALES = 16, 16, 4
+_TRACE_ADDRESS = 256  # compiling needs pointer values, not memory: any suitably aligned address
 
 
-def _fake_args_dequantize(out_type):
+def _pointer_args(value_type, values, codes, scales, global_scale):
+    """The kernels' pointer arguments from addresses (ints), in kernel order after the first."""
+    gmem = cute.AddressSpace.gmem
     return (
-        make_fake_compact_tensor(cutlass.Uint32, (cute.sym_int32(divisibility=2),), assumed_align=16),
-        make_fake_compact_tensor(cutlass.Uint8, (cute.sym_int32(),), assumed_align=4),
-        make_fake_compact_tensor(F32, (1,), assumed_align=4),
-        make_fake_compact_tensor(out_type, (cute.sym_int32(divisibility=BLOCK),), assumed_align=16),
+        make_ptr(value_type, values, gmem, assumed_align=ALIGN_VALUES),
+        make_ptr(cutlass.Uint32, codes, gmem, assumed_align=ALIGN_CODES),
+        make_ptr(cutlass.Uint8, scales, gmem, assumed_align=ALIGN_SCALES),
+        make_ptr(F32, global_scale, gmem, assumed_align=4),
     )
 
 
@@ -201,7 +208,7 @@ def _stream_arg():
 def _build(fn, args, arch: str, pipeline: str):
     opts = f"--gpu-arch {arch}" if arch else None
     with lowering.prelowering(pipeline):
-        return cute.compile(fn, *args, _stream_arg(), **({"options": opts} if opts else {}))
+        return cute.compile(fn, *args, cutlass.Int32(BLOCK), _stream_arg(), **({"options": opts} if opts else {}))
 
 
 @functools.cache
@@ -217,23 +224,38 @@ def compile_quantize(in_dtype: str = "bfloat16", arch: str = "sm_90a", variant: 
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
     pipeline = fptosi_pipeline(arch) if variant == "fptosi" else "auto"
-    return _build(_make_quantize(variant, per_thread), _fake_args_quantize(INPUT_TYPES[in_dtype]), arch, pipeline)
+    x, q, s, g = _pointer_args(INPUT_TYPES[in_dtype], *[_TRACE_ADDRESS] * 4)
+    return _build(_make_quantize(variant, per_thread), (x, q, s, g), arch, pipeline)
 
 
 @functools.cache
 def compile_dequantize(out_dtype: str = "bfloat16", arch: str = "sm_90a"):
     if out_dtype not in OUTPUT_TYPES:
         raise ValueError(f"output dtype must be one of {sorted(OUTPUT_TYPES)}, not {out_dtype!r}")
-    return _build(_make_dequantize(OUTPUT_TYPES[out_dtype]), _fake_args_dequantize(OUTPUT_TYPES[out_dtype]), arch, "auto")
+    y, q, s, g = _pointer_args(OUTPUT_TYPES[out_dtype], *[_TRACE_ADDRESS] * 4)
+    return _build(_make_dequantize(OUTPUT_TYPES[out_dtype]), (q, s, g, y), arch, "auto")
 
 
 # --- torch API ----------------------------------------------------------------------
 
 
-def _cute(t, align: int):
-    from cutlass.cute.runtime import from_dlpack
+def quantize_arguments(x, packed, scales, global_scale) -> tuple:
+    """The compiled quantize's arguments for torch tensors (pointers and the element count)."""
+    value_type = INPUT_TYPES[str(x.dtype).removeprefix("torch.")]
+    pointers = _pointer_args(value_type, x.data_ptr(), packed.data_ptr(), scales.data_ptr(), global_scale.data_ptr())
+    return (*pointers, cutlass.Int32(x.numel()))
 
-    return from_dlpack(t.detach().reshape(-1), assumed_align=align).mark_layout_dynamic()
+
+def dequantize_arguments(packed, scales, global_scale, out) -> tuple:
+    """The compiled dequantize's arguments for torch tensors (pointers and the element count)."""
+    value_type = OUTPUT_TYPES[str(out.dtype).removeprefix("torch.")]
+    y, q, s, g = _pointer_args(value_type, out.data_ptr(), packed.data_ptr(), scales.data_ptr(), global_scale.data_ptr())
+    return (q, s, g, y, cutlass.Int32(out.numel()))
+
+
+def _check_aligned(name, t, align: int):
+    if t.data_ptr() % align:
+        raise ValueError(f"{name} must start at a {align}-byte aligned address (a fresh tensor does); got a view at offset {t.data_ptr() % align}")
 
 
 def _stream(torch, device):
@@ -305,8 +327,9 @@ def quantize(x, global_scale=None, swizzle: bool = False, *, variant: str = "pla
     packed = torch.empty((m, k // 2), dtype=torch.uint8, device=x.device)
     scales = torch.empty((m, k // BLOCK), dtype=torch.uint8, device=x.device)
     if m * k:
+        _check_aligned("x", x, ALIGN_VALUES)
         fn = compile_quantize(names[x.dtype], arch_of(x.device), variant)
-        fn(_cute(x, 16), _cute(packed.view(torch.int32), 16), _cute(scales, 4), _cute(global_scale.reshape(1), 4), _stream(torch, x.device))
+        fn(*quantize_arguments(x, packed, scales, global_scale), _stream(torch, x.device))
     scales = scales.view(torch.float8_e4m3fn)
     return packed, (swizzle_scales(scales) if swizzle else scales), global_scale
 
@@ -360,12 +383,8 @@ def dequantize(packed, scales, global_scale, dtype=None):
     global_scale = _check_global_scale(torch, global_scale, packed.device)
     out = torch.empty((m, half * 2), dtype=dtype, device=packed.device)
     if out.numel():
+        _check_aligned("packed", packed, ALIGN_CODES)
+        _check_aligned("scales", scales, ALIGN_SCALES)
         fn = compile_dequantize(names[dtype], arch_of(packed.device))
-        fn(
-            _cute(packed.view(torch.int32), 16),
-            _cute(scales.view(torch.uint8), 4),
-            _cute(global_scale.reshape(1).contiguous(), 4),
-            _cute(out, 16),
-            _stream(torch, packed.device),
-        )
+        fn(*dequantize_arguments(packed, scales, global_scale.reshape(1).contiguous(), out), _stream(torch, packed.device))
     return out
