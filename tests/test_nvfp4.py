@@ -316,3 +316,20 @@ def test_gpu_swizzle_option():
     _, swizzled, _ = nvfp4.quantize(x, swizzle=True)
     expected = ref.swizzle_scales(plain.view(torch.uint8).cpu().numpy())
     np.testing.assert_array_equal(swizzled.view(torch.uint8).cpu().numpy(), expected)
+
+
+@pytest.mark.gpu
+def test_misaligned_views_are_refused_not_misread():
+    # the kernels read 16 bytes at a time from raw pointers: a view starting mid-vector must be refused
+    torch = _cuda()
+    from kernels import nvfp4
+
+    base = torch.randn(1 + 4 * 32, device="cuda").to(torch.bfloat16)
+    shifted = base[1:].view(4, 32)  # contiguous, 2 bytes past an aligned address
+    assert shifted.is_contiguous()
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        nvfp4.quantize(shifted, 1.0)
+    packed, scales, g = nvfp4.quantize(base[:-1].view(4, 32).clone(), 1.0)
+    raw = torch.empty(packed.numel() + 1, dtype=torch.uint8, device="cuda")
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        nvfp4.dequantize(raw[1:].view(packed.shape), scales, g)
