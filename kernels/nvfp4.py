@@ -105,6 +105,37 @@ def _quantize_block(x16, gs, inv_gs, to_e2m1):
     return to_e2m1(v * scale), sf
 
 
+@cute.jit
+def quantize_tile_rows(
+    tile: cute.Tensor, codes: cute.Tensor, scales: cute.Tensor, rows_valid: cutlass.Int32,
+    gs: cutlass.Float32, inv_gs: cutlass.Float32, tidx: cutlass.Int32, threads: cutlass.Constexpr[int],
+):  # fmt: skip
+    """An epilogue for other kernels: a [rows, cols] tile (shared memory) -> NVFP4 in global memory.
+
+    `codes` is the [rows, cols/8] u32 view of the packed output, `scales` the [rows,
+    cols/16] E4M3 (or u8) scales, both tiles at the same rows; rows >= `rows_valid` are
+    not written. Each of `threads` threads (this one is `tidx`) takes whole 16-element
+    blocks, consecutive threads neighbouring blocks of a row (coalesced stores). The
+    values are the tile's (already rounded to its dtype), so the result is bit-identical
+    to `quantize()` of the tensor the tile would have been stored to.
+    """
+    rows, cols = cute.size(tile, mode=[0]), cute.size(tile, mode=[1])
+    per_row = cols // BLOCK
+    if cutlass.const_expr(rows * per_row % threads):
+        raise ValueError(f"{rows}x{cols} tile: {rows * per_row} blocks do not split over {threads} threads")
+    scale_bytes = scales
+    if cutlass.const_expr(scales.element_type != FP8):
+        scale_bytes = cute.recast_tensor(scales, FP8)
+    for i in cutlass.range_constexpr(rows * per_row // threads):
+        block = tidx + i * threads
+        row, col = block // per_row, block % per_row
+        if row < rows_valid:
+            values = cute.local_tile(tile[row, None], (BLOCK,), (col,)).load()
+            packed, sf = _quantize_block(values, gs, inv_gs, e2m1_plain)
+            cute.local_tile(codes[row, None], (2,), (col,)).store(packed)
+            scale_bytes[row, col] = sf
+
+
 def _make_quantize(variant: str, per_thread: int):
     to_e2m1 = e2m1_fptosi if variant == "fptosi" else e2m1_plain
     step = THREADS * per_thread

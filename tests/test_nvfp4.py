@@ -333,3 +333,36 @@ def test_misaligned_views_are_refused_not_misread():
     raw = torch.empty(packed.numel() + 1, dtype=torch.uint8, device="cuda")
     with pytest.raises(ValueError, match="16-byte aligned"):
         nvfp4.dequantize(raw[1:].view(packed.shape), scales, g)
+
+
+# --- the tile epilogue other kernels call (FMHA's NVFP4 output) -----------------------------------
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+@pytest.mark.parametrize("dtype, d, swizzled", [("bfloat16", 128, True), ("float16", 64, False)])
+def test_tile_epilogue_compiles(arch, dtype, d, swizzled):
+    import nvfp4_tile_kernel
+
+    nvfp4_tile_kernel.compile_tile_quantizer(dtype, d, arch, swizzled)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype, d, swizzled", [("bfloat16", 128, True), ("bfloat16", 128, False), ("float16", 64, True), ("float32", 64, False)])
+@pytest.mark.parametrize("m", [1, 100, 128, 300])
+def test_tile_epilogue_matches_quantize(dtype, d, swizzled, m):
+    # the epilogue quantizes what the tile holds: bit-identical to quantize() of the tensor
+    torch = _cuda()
+    import nvfp4_tile_kernel
+    from kernels import nvfp4
+    from kernels.torch_device import arch_of
+
+    gen = torch.Generator(device="cuda").manual_seed(m + d)
+    x = (torch.randn(m, d, generator=gen, device="cuda") * 3).to(getattr(torch, dtype))
+    x[0, :16] = 0  # a zero block
+    gs = nvfp4.compute_global_scale(x).reshape(1).contiguous()
+    want_q, want_s, _ = nvfp4.quantize(x, gs)
+    got_q = torch.full_like(want_q, 0xAB)  # poisoned: unwritten bytes show
+    got_s = torch.full((m, d // 16), 0xAB, dtype=torch.uint8, device="cuda")
+    fn = nvfp4_tile_kernel.compile_tile_quantizer(dtype, d, arch_of(x.device), swizzled)
+    fn(*nvfp4.quantize_arguments(x, got_q, got_s, gs), nvfp4._stream(torch, x.device))
+    torch.cuda.synchronize()
+    assert torch.equal(got_q, want_q)
+    assert torch.equal(got_s, want_s.view(torch.uint8))
