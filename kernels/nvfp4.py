@@ -105,35 +105,37 @@ def _quantize_block(x16, gs, inv_gs, to_e2m1):
     return to_e2m1(v * scale), sf
 
 
-@cute.jit
-def quantize_tile_rows(
-    tile: cute.Tensor, codes: cute.Tensor, scales: cute.Tensor, rows_valid: cutlass.Int32,
-    gs: cutlass.Float32, inv_gs: cutlass.Float32, tidx: cutlass.Int32, threads: cutlass.Constexpr[int],
-):  # fmt: skip
+def quantize_tile_rows(tile, codes, scales, rows_valid, gs, inv_gs, tidx, threads: int):
     """An epilogue for other kernels: a [rows, cols] tile (shared memory) -> NVFP4 in global memory.
 
-    `codes` is the [rows, cols/8] u32 view of the packed output, `scales` the [rows,
-    cols/16] E4M3 (or u8) scales, both tiles at the same rows; rows >= `rows_valid` are
-    not written. Each of `threads` threads (this one is `tidx`) takes whole 16-element
-    blocks, consecutive threads neighbouring blocks of a row (coalesced stores). The
-    values are the tile's (already rounded to its dtype), so the result is bit-identical
-    to `quantize()` of the tensor the tile would have been stored to.
+    Call it while tracing a kernel. `codes` is the [rows, cols/8] u32 view of the packed
+    output and `scales` the [rows, cols/16] E4M3 (or u8) scales, both tiles at the
+    tile's rows; rows >= `rows_valid` (>= 1) are not written. Each of `threads` threads
+    (this one is `tidx`) takes whole 16-element blocks, consecutive threads neighbouring
+    blocks of a row (coalesced stores). The values are the tile's (already rounded to
+    its dtype), so the result is bit-identical to `quantize()` of the tensor the tile
+    would have been stored to.
     """
     rows, cols = cute.size(tile, mode=[0]), cute.size(tile, mode=[1])
     per_row = cols // BLOCK
-    if cutlass.const_expr(rows * per_row % threads):
+    if rows * per_row % threads:
         raise ValueError(f"{rows}x{cols} tile: {rows * per_row} blocks do not split over {threads} threads")
-    scale_bytes = scales
-    if cutlass.const_expr(scales.element_type != FP8):
-        scale_bytes = cute.recast_tensor(scales, FP8)
-    for i in cutlass.range_constexpr(rows * per_row // threads):
+    scale_bytes = scales if scales.element_type == FP8 else cute.recast_tensor(scales, FP8)
+    for i in range(rows * per_row // threads):  # unrolled while tracing
         block = tidx + i * threads
-        row, col = block // per_row, block % per_row
-        if row < rows_valid:
-            values = cute.local_tile(tile[row, None], (BLOCK,), (col,)).load()
-            packed, sf = _quantize_block(values, gs, inv_gs, e2m1_plain)
-            cute.local_tile(codes[row, None], (2,), (col,)).store(packed)
-            scale_bytes[row, col] = sf
+        # a thread past the valid rows redoes the last valid row's block (same values, same
+        # bytes): no branch, and no write outside the valid rows
+        row = cutlass.select_(block // per_row < rows_valid, block // per_row, rows_valid - 1)
+        col = block % per_row
+        # element by element through the tiles' own layouts (a swizzled tile included):
+        # 16 shared-memory loads and two 4-byte stores, a small cost for an epilogue
+        values = cute.make_rmem_tensor((BLOCK,), tile.element_type)
+        for j in range(BLOCK):
+            values[j] = tile[row, col * BLOCK + j]
+        packed, sf = _quantize_block(values.load(), gs, inv_gs, e2m1_plain)
+        codes[row, 2 * col] = packed[0]
+        codes[row, 2 * col + 1] = packed[1]
+        scale_bytes[row, col] = sf
 
 
 def _make_quantize(variant: str, per_thread: int):

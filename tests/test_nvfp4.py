@@ -350,6 +350,7 @@ def test_tile_epilogue_compiles(arch, dtype, d, swizzled):
 def test_tile_epilogue_matches_quantize(dtype, d, swizzled, m):
     # the epilogue quantizes what the tile holds: bit-identical to quantize() of the tensor
     torch = _cuda()
+    import cutlass
     import nvfp4_tile_kernel
     from kernels import nvfp4
     from kernels.torch_device import arch_of
@@ -362,7 +363,8 @@ def test_tile_epilogue_matches_quantize(dtype, d, swizzled, m):
     got_q = torch.full_like(want_q, 0xAB)  # poisoned: unwritten bytes show
     got_s = torch.full((m, d // 16), 0xAB, dtype=torch.uint8, device="cuda")
     fn = nvfp4_tile_kernel.compile_tile_quantizer(dtype, d, arch_of(x.device), swizzled)
-    fn(*nvfp4.quantize_arguments(x, got_q, got_s, gs), nvfp4._stream(torch, x.device))
+    pointers = nvfp4.quantize_arguments(x, got_q, got_s, gs)[:4]
+    fn(*pointers, cutlass.Int32(m), nvfp4._stream(torch, x.device))  # this launcher takes rows, not elements
     torch.cuda.synchronize()
     assert torch.equal(got_q, want_q)
     assert torch.equal(got_s, want_s.view(torch.uint8))
