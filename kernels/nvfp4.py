@@ -45,6 +45,7 @@ from kernels.torch_device import arch_of, torch_module
 THREADS = 256  # threads per CTA
 BLOCKS_PER_THREAD = 4  # 16-element blocks each thread quantizes (loads issued together)
 DEQ_BLOCKS_PER_THREAD = 2  # the same for dequantize
+AMAX_BLOCKS_PER_THREAD = 8  # the same for the global amax (one atomic per CTA)
 BLOCK = 16  # elements per E4M3 scale (NVFP4)
 
 F32 = cutlass.Float32
@@ -211,6 +212,49 @@ def _make_dequantize(out_type):
     return dequantize
 
 
+def _make_amax():
+    """max |x| over the finite elements (NaN and ±inf skipped), into a f32 that starts at 0.
+
+    Each CTA reduces its blocks in registers, then across its warps by shuffles and
+    shared memory, and adds one `atomic_fmax` to the result: one read of x in all.
+    """
+    step = THREADS * AMAX_BLOCKS_PER_THREAD
+    warps = THREADS // 32
+
+    @cute.kernel
+    def amax_kernel(x: cute.Tensor, out: cute.Tensor):
+        xb = cute.zipped_divide(x, (BLOCK,))
+        blocks = cute.size(xb, mode=[1])
+        tidx, _, _ = cute.arch.thread_idx()
+        bidx, _, _ = cute.arch.block_idx()
+        best = F32(0.0)
+        for i in cutlass.range_constexpr(AMAX_BLOCKS_PER_THREAD):
+            b = bidx * step + i * THREADS + tidx
+            if b < blocks:
+                v = abs(xb[(None, b)].load().to(F32))
+                for j in cutlass.range_constexpr(BLOCK):
+                    # finite only: NaN and inf fail the compare
+                    best = cute.arch.fmax(best, cutlass.select_(v[j] < F32.inf, v[j], F32(0.0)))
+        best = cute.arch.warp_reduction_max(best)
+        smem = cutlass.memory.SmemAllocator()
+        per_warp = smem.allocate_tensor(F32, cute.make_layout((warps,)), byte_alignment=16)
+        if tidx % 32 == 0:
+            per_warp[tidx // 32] = best
+        cute.arch.barrier()
+        if tidx == 0:
+            for w in cutlass.range_constexpr(1, warps):
+                best = cute.arch.fmax(best, per_warp[w])
+            cute.arch.atomic_fmax(out.iterator, best, sign_bit=False)
+
+    @cute.jit
+    def amax(x: cute.Pointer, out: cute.Pointer, n: cutlass.Int32, stream: cuda.CUstream):
+        blocks = n // BLOCK
+        grid = (blocks + step - 1) // step
+        amax_kernel(*_flat_tensors((x, n), (out, 1))).launch(grid=(grid, 1, 1), block=(THREADS, 1, 1), stream=stream)
+
+    return amax
+
+
 def _flat_tensors(*pointers_and_sizes):
     """1-D tensors over raw pointers (the host passes pointers and a size: cheap per call)."""
     return [cute.make_tensor(ptr, cute.make_layout((size,))) for ptr, size in pointers_and_sizes]
@@ -259,6 +303,15 @@ def compile_quantize(in_dtype: str = "bfloat16", arch: str = "sm_90a", variant: 
     pipeline = fptosi_pipeline(arch) if variant == "fptosi" else "auto"
     x, q, s, g = _pointer_args(INPUT_TYPES[in_dtype], *[_TRACE_ADDRESS] * 4)
     return _build(_make_quantize(variant, per_thread), (x, q, s, g), arch, pipeline)
+
+
+@functools.cache
+def compile_amax(in_dtype: str = "bfloat16", arch: str = "sm_90a"):
+    """The compiled global-amax kernel (finite elements) for `in_dtype` and `arch`."""
+    if in_dtype not in INPUT_TYPES:
+        raise ValueError(f"input dtype must be one of {sorted(INPUT_TYPES)}, not {in_dtype!r}")
+    x, _, _, out = _pointer_args(INPUT_TYPES[in_dtype], *[_TRACE_ADDRESS] * 4)
+    return _build(_make_amax(), (x, out), arch, "auto")
 
 
 @functools.cache
@@ -325,11 +378,30 @@ def _check_global_scale(torch, global_scale, device):
 
 
 def compute_global_scale(x):
-    """448 * 6 / amax(|x|) over the finite elements (1 when that is 0), as a 0-d f32 tensor on x's device."""
+    """448 * 6 / amax(|x|) over the finite elements (1 when that is 0), as a 0-d f32 tensor on x's device.
+
+    On a CUDA tensor whose elements split into 16-element blocks (any `quantize()`
+    input) the amax is one CuTeDSL kernel reading x once; otherwise torch ops.
+    """
     torch = torch_module()
-    a = x.detach().abs().float()
-    amax = torch.where(torch.isfinite(a), a, torch.zeros((), device=a.device)).amax()
-    return torch.where(amax > 0, torch.tensor(448.0 * 6.0, device=a.device) / amax, torch.ones((), device=a.device))
+    if x.numel() == 0:
+        return torch.ones((), dtype=torch.float32, device=x.device)
+    names = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
+    fused = x.device.type == "cuda" and x.dtype in names and x.is_contiguous() and x.numel() % BLOCK == 0
+    if fused and x.data_ptr() % ALIGN_VALUES == 0:
+        amax = torch.zeros((), dtype=torch.float32, device=x.device)
+        fn = compile_amax(names[x.dtype], arch_of(x.device))
+        gmem = cute.AddressSpace.gmem
+        fn(
+            make_ptr(INPUT_TYPES[names[x.dtype]], x.data_ptr(), gmem, assumed_align=ALIGN_VALUES),
+            make_ptr(F32, amax.data_ptr(), gmem, assumed_align=4),
+            cutlass.Int32(x.numel()),
+            _stream(torch, x.device),
+        )
+    else:
+        a = x.detach().abs().float()
+        amax = torch.where(torch.isfinite(a), a, torch.zeros((), device=a.device)).amax()
+    return torch.where(amax > 0, torch.tensor(448.0 * 6.0, device=amax.device) / amax, torch.ones((), device=amax.device))
 
 
 def quantize(x, global_scale=None, swizzle: bool = False, *, variant: str = "plain"):

@@ -167,6 +167,14 @@ def test_dequantize_compiles(arch, dtype):
     nvfp4.compile_dequantize(dtype, arch)
 
 
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+def test_amax_compiles(arch, dtype):
+    from kernels import nvfp4
+
+    nvfp4.compile_amax(dtype, arch)
+
+
 @pytest.mark.parametrize("shape", [(1, 1), (5, 3), (128, 4), (130, 5), (256, 8), (300, 448)])
 def test_swizzled_scales_match_the_layout_definition(shape):
     torch = pytest.importorskip("torch")
@@ -368,3 +376,33 @@ def test_tile_epilogue_matches_quantize(dtype, d, swizzled, m):
     torch.cuda.synchronize()
     assert torch.equal(got_q, want_q)
     assert torch.equal(got_s, want_s.view(torch.uint8))
+
+
+# --- the global scale: one amax kernel, against torch's ops ----------------------------------------
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize("case", ["random", "specials", "zeros", "tail", "one_huge", "strided"])
+def test_global_scale_kernel_matches_torch(dtype, case):
+    torch = _cuda()
+    from kernels import nvfp4
+
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    shape = {"tail": (3, 48), "one_huge": (64, 4096)}.get(case, (1000, 1024))
+    x = (torch.randn(shape, generator=gen, device="cuda") * 5).to(getattr(torch, dtype))
+    if case == "specials":  # NaN and inf are skipped; the largest finite value wins
+        x.view(-1)[::97] = float("nan")
+        x.view(-1)[5::101] = float("inf")
+        x.view(-1)[7::103] = -float("inf")
+        x.view(-1)[123] = -300.0
+    elif case == "zeros":
+        x.zero_()
+    elif case == "one_huge":
+        x.view(-1)[-1] = -1000.0  # in the last block of the last CTA
+    elif case == "strided":
+        x = x[:, ::2]  # not contiguous: the torch path
+    got = nvfp4.compute_global_scale(x)
+    a = x.float().abs()
+    amax = torch.where(torch.isfinite(a), a, torch.zeros((), device="cuda")).amax()
+    want = torch.where(amax > 0, 2688.0 / amax, torch.ones((), device="cuda"))
+    assert got.shape == () and got.dtype == torch.float32
+    assert got.item() == want.item(), (case, got.item(), want.item())
