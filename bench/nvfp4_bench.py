@@ -73,7 +73,7 @@ def torch_global_scale(x):
     """448 * 6 / amax(|x|) over the finite elements, 1 when that is 0 (kernels.nvfp4's rule)."""
     a = x.float().abs()
     amax = torch.where(torch.isfinite(a), a, 0.0).amax()
-    return torch.where(amax > 0, 2688.0 / amax, 1.0)
+    return torch.where(amax > 0, torch.full_like(amax, 2688.0) / amax, 1.0)
 
 
 def with_global_scale(x, packed, scales):

@@ -401,7 +401,9 @@ def compute_global_scale(x):
     else:
         a = x.detach().abs().float()
         amax = torch.where(torch.isfinite(a), a, torch.zeros((), device=a.device)).amax()
-    return torch.where(amax > 0, torch.tensor(448.0 * 6.0, device=amax.device) / amax, torch.ones((), device=amax.device))
+    # IEEE division (tensor / tensor; `2688.0 / amax` would be a reciprocal and a multiply),
+    # and device-side constants: a Python scalar tensor would be a synchronous copy
+    return torch.where(amax > 0, torch.full_like(amax, 448.0 * 6.0) / amax, torch.ones_like(amax))
 
 
 def quantize(x, global_scale=None, swizzle: bool = False, *, variant: str = "plain"):

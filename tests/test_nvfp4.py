@@ -403,6 +403,6 @@ def test_global_scale_kernel_matches_torch(dtype, case):
     got = nvfp4.compute_global_scale(x)
     a = x.float().abs()
     amax = torch.where(torch.isfinite(a), a, torch.zeros((), device="cuda")).amax()
-    want = torch.where(amax > 0, 2688.0 / amax, torch.ones((), device="cuda"))
+    want = torch.where(amax > 0, torch.full_like(amax, 2688.0) / amax, torch.ones_like(amax))  # IEEE division
     assert got.shape == () and got.dtype == torch.float32
     assert got.item() == want.item(), (case, got.item(), want.item())
