@@ -31,8 +31,9 @@ def traced(case: str) -> str:
 
 def rewritten(case: str, options: str = "") -> tuple[str, dict]:
     op, _, _, _ = CASES[case]
+    text = traced(case)  # outside our context: CuTeDSL traces in its own
     with new_context() as context:
-        module = parse_module(traced(case), context)
+        module = parse_module(text, context)
         result = run_pipeline(module, f"builtin.module({PASS_FOR[op]}{options})")
         return str(module), result.counts(PASS_FOR[op])
 
@@ -76,4 +77,13 @@ def test_arch_aware_rewrite_keeps_the_hardware_path(case, arch):
     text, counts = rewritten(case, f"{{arch={arch}}}")
     native = lowers_natively(op, narrow, arch)
     assert counts == {"rewritten": 0 if native else 1, "left": 0, "native": 1 if native else 0}
-    compile_ir(text, arch)
+    ptx = compile_ir(text, arch)
+    if native and op == "truncf":  # the hardware convert itself, as CuTeDSL's inline PTX
+        pair = {"f4E2M1FN": ".e2m1x2.", "f8E4M3FN": ".e4m3x2.", "f8E5M2": ".e5m2x2.", "f8E8M0FNU": ".ue8m0x2."}[narrow]
+        converts = [line for line in ptx.splitlines() if "cvt." in line and pair in line]
+        assert converts, f"no hardware {pair} convert for {arch}"
+        # CuTeDSL 4.8.1 saturates FP4/FP8 but not E8M0 (`cvt.rp.ue8m0x2.f32`, no `.satfinite`,
+        # which PTX makes optional there): inputs beyond 2^127 and +inf may then differ from
+        # our software path's 0xFE (not measured: no sm_100 GPU). Pinned so a change shows.
+        saturating = narrow != "f8E8M0FNU"
+        assert all(("satfinite" in line) == saturating for line in converts), converts
