@@ -64,9 +64,12 @@ mode is left with a remark.
 
 Arch-aware: with `arch=sm_100a` (or any target where CuTeDSL 4.8.1 lowers the
 conversion itself, per `lowering/targets.py`) and `prefer-hardware=true`, the op is
-left for CuTeDSL's native lowering, which emits the hardware `cvt...satfinite` with
-its own packing; the statistic `native` counts these. Without `arch` every op is
-rewritten.
+left for CuTeDSL's native lowering, which emits the hardware convert as inline PTX
+with its own packing (for 8 E2M1 values: four `cvt.rn.satfinite.e2m1x2.f32` and one
+`mov.b32`, what this pass would emit too); the statistic `native` counts these. Without
+`arch` every op is rewritten. The one semantic difference: CuTeDSL's E8M0 convert is
+`cvt.rp.ue8m0x2.f32` without `.satfinite`, so beyond 2^127 and for +inf the hardware
+result may differ from the 0xFE of the table above.
 """
 
 from __future__ import annotations
