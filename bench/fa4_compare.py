@@ -10,7 +10,8 @@ random inputs and saves out and LSE; under `python -m lowering.run` every one of
 compiles goes through our `auto` pipeline first, and what our passes did is saved too.
 `compare` demands bit-identical tensors. `bench` times FA4 and `kernels.fmha` on the
 issue's shapes in one process (median of CUDA-event timings, TFLOP/s counting only the
-unmasked score area).
+unmasked score area): "ours" is the default path (wgmma on the H200), "ours_mma_sync"
+the mma.sync path on the same inputs.
 """
 
 from __future__ import annotations
@@ -122,12 +123,14 @@ def bench(out_path, results_path):
         q, k, v, sinks = inputs(b, h, h, s, d, sink)
         flops = 4 * b * h * d * score_pairs(s, causal, window)
         ours = median_ms(lambda: fmha.attention(q, k, v, causal=causal, window=window, sink=sinks))
+        ours_mma_sync = median_ms(lambda: fmha.attention(q, k, v, causal=causal, window=window, sink=sinks, path="mma_sync"))
         peer = median_ms(lambda: fa4(q, k, v, causal, window, sinks))
         name = f"fmha_vs_fa4_b{b}_h{h}_s{s}_d{d}" + ("_causal" if causal else "") + (
             f"_window{window[0]}" if window[0] >= 0 else "") + ("_sink" if sink else "")
         row = {"name": name, "ours": round(flops / ours / 1e9, 1), "peer": round(flops / peer / 1e9, 1),
                "ratio": round(peer / ours, 3), "unit": "TFLOP/s (peer: FlashAttention-4 4.0.0b36)",
-               "gpu": gpu, "date": today, "ours_ms": round(ours, 3), "peer_ms": round(peer, 3)}
+               "gpu": gpu, "date": today, "ours_ms": round(ours, 3), "peer_ms": round(peer, 3),
+               "ours_mma_sync": round(flops / ours_mma_sync / 1e9, 1), "ours_mma_sync_ms": round(ours_mma_sync, 3)}
         print(json.dumps(row), flush=True)
         rows.append(row)
     with open(out_path, "w") as f:

@@ -33,6 +33,11 @@ writes it through shared memory with 16-byte stores, and writes the LSE.
 This path compiles for sm_80 and later (sm_90a, sm_100a) and is built inside
 `lowering.prelowering()`. Importing this module needs neither torch nor a GPU; the
 compile function works on fake arguments (pointers, sizes) for any target.
+
+Two paths behind one API (`path=`): "mma_sync" is the kernel above; "wgmma" is
+`kernels.fmha_sm90` (warpgroup MMA, TMA, a producer warp), sm_90a only. "auto" (the
+default) takes wgmma on sm_90a and mma_sync elsewhere (sm_80, sm_100a), and mma_sync
+whenever `exp2_on_fma` asks for the FMA exp2, which only that path has.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from cutlass._mlir import ir
 from cutlass._mlir.dialects import arith
 
 import lowering
+from kernels import fmha_sm90
 from kernels.torch_device import arch_of, torch_module
 
 # --- tuning knobs ---------------------------------------------------------------
@@ -58,6 +64,7 @@ THREADS = 128  # 4 warps, 16 x (BLOCK_M / 64) rows of the MMA each
 HEAD_DIMS = (64, 128)
 DTYPES = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}
 ARCHS = ("sm_80", "sm_90a", "sm_100a")
+PATHS = ("auto", "mma_sync", "wgmma")
 # exp2 of the scores on the FMA units for part of each S tile (FlashAttention-4's trick to
 # relieve MUFU): the share of each thread's score columns (rounded to 1/16: BLOCK_N / 4
 # columns a thread per row) computed by the polynomial; 0 = all MUFU ex2.
@@ -580,6 +587,7 @@ def compile_attention(
     exp2_on_fma=None,
     exp2_impl: str | None = None,
     options: str = "",
+    path: str = "auto",
 ):
     """The compiled FMHA forward for one configuration; works without a GPU for any arch.
 
@@ -588,6 +596,7 @@ def compile_attention(
     share of the score exp2s computed by the polynomial on the FMA units (default
     EXP2_FMA_FRACTION; 0 = all MUFU), `exp2_impl` "natural" or "magic" (default
     EXP2_FMA_IMPL). `options`: extra cute.compile options (e.g. "--keep-cubin").
+    `path`: "auto", "mma_sync" or "wgmma" (see the module docstring; `resolve_path`).
     """
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}, not {dtype!r}")
@@ -598,7 +607,23 @@ def compile_attention(
         raise ValueError(f"exp2_impl must be one of {EXP2_FMA_IMPLS}, not {impl!r}")
     cols = _fma_cols(EXP2_FMA_FRACTION if exp2_on_fma is None else exp2_on_fma)
     left, right = _normalize_window(causal, window)
+    if resolve_path(path, arch, cols) == "wgmma":
+        return fmha_sm90.compile_kernel(dtype, head_dim, left >= 0, right >= 0, bool(sink), arch, options)
     return _compile(dtype, head_dim, left >= 0, right >= 0, bool(sink), arch, cols, impl if cols else "magic", options)
+
+
+def resolve_path(path: str, arch: str, fma_cols: int = 0) -> str:
+    """"mma_sync" or "wgmma" for a requested path on an arch (auto: wgmma on sm_90a, unless the FMA exp2 is asked for)."""
+    if path not in PATHS:
+        raise ValueError(f"path must be one of {PATHS}, not {path!r}")
+    if path == "auto":
+        return "wgmma" if arch in fmha_sm90.ARCHS and not fma_cols else "mma_sync"
+    if path == "wgmma":
+        if arch not in fmha_sm90.ARCHS:
+            raise ValueError(f"the wgmma path needs {fmha_sm90.ARCHS}, not {arch!r}")
+        if fma_cols:
+            raise ValueError("exp2_on_fma exists on the mma_sync path only")
+    return path
 
 
 # --- torch API ----------------------------------------------------------------------
@@ -616,6 +641,7 @@ def attention(
     out_format: str = "bf16",
     exp2_on_fma=None,
     exp2_impl: str | None = None,
+    path: str = "auto",
 ):
     """FMHA forward: q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D] (CUDA, contiguous, bf16/fp16) -> out [B, Sq, Hq, D].
 
@@ -627,6 +653,7 @@ def attention(
     "nvfp4" raises NotImplementedError (not implemented yet). exp2_on_fma: share of the
     score exp2s computed on the FMA units (0..1, default EXP2_FMA_FRACTION = 0: all MUFU);
     exp2_impl: "natural" or "magic" (default EXP2_FMA_IMPL), see compile_attention.
+    path: "auto" (wgmma on sm_90a, mma_sync elsewhere), "mma_sync" or "wgmma".
     """
     torch = torch_module()
     if out_format == "nvfp4":
@@ -684,16 +711,18 @@ def attention(
             raise ValueError(f"{name} must be 16-byte aligned")
     left, right = _normalize_window(causal, window)
     fma_frac = EXP2_FMA_FRACTION if exp2_on_fma is None else exp2_on_fma
-    _fma_cols(fma_frac)  # checks the range
+    cols = _fma_cols(fma_frac)  # checks the range
     if exp2_impl is not None and exp2_impl not in EXP2_FMA_IMPLS:
         raise ValueError(f"exp2_impl must be one of {EXP2_FMA_IMPLS}, not {exp2_impl!r}")
+    arch = arch_of(q.device)
+    resolve_path(path, arch, cols)  # checks the path against the arch
 
     out = torch.empty_like(q)
     lse = torch.empty((bq, hq, sq), dtype=torch.float32, device=q.device)
     if out.numel():
         if sink is not None:
             sink = sink.contiguous()
-        fn = compile_attention(names[q.dtype], d, causal, (left, right), sink is not None, arch_of(q.device), fma_frac, exp2_impl)
+        fn = compile_attention(names[q.dtype], d, causal, (left, right), sink is not None, arch, fma_frac, exp2_impl, path=path)
         dt = DTYPES[names[q.dtype]]
         gmem = cute.AddressSpace.gmem
         fn(

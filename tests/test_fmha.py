@@ -173,9 +173,50 @@ def test_compiles(arch, i):
 
     causal, window, sink = FEATURES[i]
     dtype, head_dim = LAYOUTS[(i + (arch == "sm_100a")) % len(LAYOUTS)]
-    assert _fmha().compile_attention(dtype, head_dim, causal, window, sink, arch) is not None
+    assert _fmha().compile_attention(dtype, head_dim, causal, window, sink, arch, path="mma_sync") is not None
     report = lowering.last_report()
     assert report is not None and report.arch == arch
+
+
+# the wgmma path (sm_90a): every mask/sink combination with every dtype and head dim
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda l: f"{l[0]}-d{l[1]}")
+@pytest.mark.parametrize("i", range(len(FEATURES)))
+def test_compiles_wgmma(i, layout, tmp_path, monkeypatch):
+    import lowering
+
+    monkeypatch.chdir(tmp_path)  # --keep-ptx also writes the PTX to the working directory
+    fmha = _fmha()
+    causal, window, sink = FEATURES[i]
+    dtype, head_dim = layout
+    fn = fmha.compile_attention(dtype, head_dim, causal, window, sink, "sm_90a", path="wgmma", options="--keep-ptx")
+    report = lowering.last_report()
+    assert report is not None and report.arch == "sm_90a"
+    ptx = fn.__ptx__
+    # S = Q K^T over D/16 k-steps, P V over BLOCK_N/16, m64nNk16 each, in the loop and once
+    # more outside it (the first block's S, the last block's P V); TMA loads; setmaxnreg
+    n_qk, n_pv = head_dim // 16, fmha.fmha_sm90.BLOCK_N // 16
+    assert ptx.count("wgmma.mma_async") == 2 * (n_qk + n_pv)
+    assert f"wgmma.mma_async.sync.aligned.m64n{fmha.fmha_sm90.BLOCK_N}k16.f32" in ptx
+    assert f"wgmma.mma_async.sync.aligned.m64n{head_dim}k16.f32" in ptx
+    assert "cp.async.bulk.tensor" in ptx and "setmaxnreg" in ptx
+    assert "ld.local" not in ptx and "st.local" not in ptx
+    # "auto" takes this path on sm_90a (the same cached compile)
+    assert fmha.compile_attention(dtype, head_dim, causal, window, sink, "sm_90a", options="--keep-ptx") is fn
+
+
+def test_path_choice():
+    fmha = _fmha()
+    assert fmha.resolve_path("auto", "sm_90a") == "wgmma"
+    assert fmha.resolve_path("auto", "sm_100a") == "mma_sync"
+    assert fmha.resolve_path("auto", "sm_80") == "mma_sync"
+    assert fmha.resolve_path("auto", "sm_90a", 4) == "mma_sync"  # the FMA exp2 is an mma_sync feature
+    assert fmha.resolve_path("mma_sync", "sm_90a") == "mma_sync"
+    with pytest.raises(ValueError, match="wgmma path needs"):
+        fmha.compile_attention(arch="sm_100a", path="wgmma")
+    with pytest.raises(ValueError, match="mma_sync path only"):
+        fmha.compile_attention(arch="sm_90a", path="wgmma", exp2_on_fma=0.5)
+    with pytest.raises(ValueError, match="path must be one of"):
+        fmha.compile_attention(path="tcgen05")
 
 
 # --- GPU: against the float64 reference ---------------------------------------------------------------
@@ -186,7 +227,20 @@ def _cuda():
     return torch
 
 
-def _check(torch, dtype, b, sq, sk, hq, hkv, d, causal=False, window=(-1, -1), with_sink=False, scale=None, seed=0):
+GPU_PATHS = ["mma_sync", "wgmma"]
+
+
+def _gpu_path(torch, path):
+    """Skip the wgmma path where the GPU is not sm_90a."""
+    from kernels.torch_device import arch_of
+
+    arch = arch_of(torch.device("cuda"))
+    if path == "wgmma" and arch not in _fmha().fmha_sm90.ARCHS:
+        pytest.skip(f"the wgmma path needs sm_90a, this GPU is {arch}")
+    return path
+
+
+def _check(torch, dtype, b, sq, sk, hq, hkv, d, causal=False, window=(-1, -1), with_sink=False, scale=None, seed=0, path="auto"):
     fmha = _fmha()
     g = torch.Generator(device="cuda").manual_seed(seed)
     q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(dtype)
@@ -199,7 +253,7 @@ def _check(torch, dtype, b, sq, sk, hq, hkv, d, causal=False, window=(-1, -1), w
     try:
         torch.empty = lambda *a, **kw: real_empty(*a, **kw).fill_(math.nan)
         torch.empty_like = lambda *a, **kw: real_empty_like(*a, **kw).fill_(math.nan)
-        out, lse = fmha.attention(q, k, v, causal=causal, window=window, sink=sink, softmax_scale=scale, return_lse=True)
+        out, lse = fmha.attention(q, k, v, causal=causal, window=window, sink=sink, softmax_scale=scale, return_lse=True, path=path)
     finally:
         torch.empty = real_empty
         torch.empty_like = real_empty_like
@@ -233,13 +287,14 @@ GPU_FEATURES = [
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("path", GPU_PATHS)
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("feature", GPU_FEATURES, ids=lambda f: f"c{int(f[0])}w{f[1][0]}_{f[1][1]}s{int(f[2])}")
-def test_gpu_features(dtype, d, feature):
+def test_gpu_features(dtype, d, feature, path):
     torch = _cuda()
     causal, window, sink = feature
-    _check(torch, getattr(torch, dtype), 2, 333, 397, 4, 2, d, causal, window, sink)
+    _check(torch, getattr(torch, dtype), 2, 333, 397, 4, 2, d, causal, window, sink, path=_gpu_path(torch, path))
 
 
 SHAPES = [
@@ -256,22 +311,41 @@ SHAPES = [
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("path", GPU_PATHS)
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 @pytest.mark.parametrize("causal", [False, True])
-def test_gpu_shapes(shape, causal):
+def test_gpu_shapes(shape, causal, path):
     torch = _cuda()
+    path = _gpu_path(torch, path)
     b, sq, sk, hq, hkv = shape
-    _check(torch, torch.bfloat16, b, sq, sk, hq, hkv, 128, causal, (-1, -1), False)
-    _check(torch, torch.float16, b, sq, sk, hq, hkv, 64, causal, (48, -1) if causal else (-1, -1), True, scale=0.3)
+    _check(torch, torch.bfloat16, b, sq, sk, hq, hkv, 128, causal, (-1, -1), False, path=path)
+    _check(torch, torch.float16, b, sq, sk, hq, hkv, 64, causal, (48, -1) if causal else (-1, -1), True, scale=0.3, path=path)
 
 
 @pytest.mark.gpu
-def test_gpu_window_skips_and_large_logits():
+@pytest.mark.parametrize("path", GPU_PATHS)
+def test_gpu_window_skips_and_large_logits(path):
     torch = _cuda()
+    path = _gpu_path(torch, path)
     # narrow windows far from the diagonal: whole rows empty, tiles skipped at both ends
-    _check(torch, torch.bfloat16, 1, 256, 1024, 2, 1, 128, False, (0, 0), False)
-    _check(torch, torch.bfloat16, 1, 300, 200, 2, 1, 64, False, (5, -1), True)
-    _check(torch, torch.float16, 1, 200, 600, 2, 2, 128, True, (3, -1), True, scale=2.0)  # large logits
+    _check(torch, torch.bfloat16, 1, 256, 1024, 2, 1, 128, False, (0, 0), False, path=path)
+    _check(torch, torch.bfloat16, 1, 300, 200, 2, 1, 64, False, (5, -1), True, path=path)
+    _check(torch, torch.float16, 1, 200, 600, 2, 2, 128, True, (3, -1), True, scale=2.0, path=path)  # large logits
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("path", GPU_PATHS)
+def test_gpu_long_and_repeated(path):
+    """Many key blocks (the K/V ring wraps many times) and the same inputs twice: identical outputs."""
+    torch = _cuda()
+    path = _gpu_path(torch, path)
+    _check(torch, torch.bfloat16, 1, 2048, 4096, 4, 1, 128, True, (-1, -1), False, path=path)
+    _check(torch, torch.bfloat16, 1, 1000, 3000, 4, 2, 64, False, (700, 50), True, path=path)
+    fmha = _fmha()
+    g = torch.Generator(device="cuda").manual_seed(3)
+    q, k, v = (torch.randn(2, 1500, 4, 128, device="cuda", generator=g).to(torch.bfloat16) for _ in range(3))
+    first = fmha.attention(q, k, v, causal=True, path=path)
+    assert torch.equal(first, fmha.attention(q, k, v, causal=True, path=path)), "a moving result is a race"
 
 
 # --- exp2 on the FMA units (FA4's MUFU relief): accuracy of the formula, compiles, GPU ----------------
@@ -342,7 +416,7 @@ def test_compiles_exp2_on_fma(arch, impl, tmp_path, monkeypatch):
     else:
         assert "fptosi-to-ptx" not in counts
         assert "cvt.rmi" not in ptx and ptx.count("add.rm.ftz.f32") == n_poly
-    base = fmha.compile_attention("bfloat16", 64, causal, (-1, -1), sink, arch, exp2_on_fma=0, options="--keep-ptx").__ptx__
+    base = fmha.compile_attention("bfloat16", 64, causal, (-1, -1), sink, arch, exp2_on_fma=0, options="--keep-ptx", path="mma_sync").__ptx__
     assert base.count("ex2.approx") - ptx.count("ex2.approx") == n_poly
 
 
