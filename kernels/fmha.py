@@ -28,7 +28,9 @@ c = softmax_scale * log2(e) folded into one FFMA per score. Key blocks are visit
 the last to the first; the loop bounds come from the causal/window limits of the query
 tile, so blocks fully outside them are never loaded nor computed, and only blocks that
 cross a limit (or the key tail) pay for the element mask. The epilogue normalizes O,
-writes it through shared memory with 16-byte stores, and writes the LSE.
+writes it through shared memory with 16-byte stores, and writes the LSE; with
+`out_format="nvfp4"` it quantizes the shared-memory O tile instead
+(`nvfp4.quantize_tile_rows`: E2M1 codes and E4M3 scales per 16 values along D).
 
 This path compiles for sm_80 and later (sm_90a, sm_100a) and is built inside
 `lowering.prelowering()`. Importing this module needs neither torch nor a GPU; the
@@ -54,7 +56,7 @@ from cutlass._mlir import ir
 from cutlass._mlir.dialects import arith
 
 import lowering
-from kernels import fmha_sm90
+from kernels import fmha_sm90, nvfp4
 from kernels.torch_device import arch_of, torch_module
 
 # --- tuning knobs ---------------------------------------------------------------
@@ -178,7 +180,8 @@ def _add(a, b):
 class _Fmha:
     """One compiled configuration: dtype, head dim and which masks exist (compile-time)."""
 
-    def __init__(self, dtype, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, fma_cols: int = 0, fma_impl: str = "magic"):
+    def __init__(self, dtype, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, fma_cols: int = 0, fma_impl: str = "magic", nvfp4_out: bool = False):
+        self.nvfp4_out = nvfp4_out  # the epilogue writes O as NVFP4 (codes + E4M3 scales) instead
         self.fma_cols = fma_cols  # of a thread's BLOCK_N // 4 score columns per row, on the FMA units
         self.fma_impl = fma_impl
         self.dtype = dtype
@@ -197,6 +200,9 @@ class _Fmha:
         o_ptr: cute.Pointer,
         lse_ptr: cute.Pointer,
         sink_ptr: cute.Pointer,
+        codes_ptr: cute.Pointer,
+        scales_ptr: cute.Pointer,
+        global_scale_ptr: cute.Pointer,
         b: I32,
         sq: I32,
         sk: I32,
@@ -219,6 +225,10 @@ class _Fmha:
         mV = cute.make_tensor(v_ptr, cute.make_layout((b, sk, hkv, d), stride=(kv_batch, kv_row, d, 1)))
         mLSE = cute.make_tensor(lse_ptr, cute.make_layout((b, hq, sq), stride=(hq * sq, sq, 1)))
         mSink = cute.make_tensor(sink_ptr, cute.make_layout((hq,), stride=(1,)))
+        # NVFP4 output (read only with nvfp4_out): [B, S, H, D/8] u32 codes, [B, S, H, D/16] scales
+        mCodes = cute.make_tensor(codes_ptr, cute.make_layout((b, sq, hq, d // 8), stride=(sq * hq * (d // 8), hq * (d // 8), d // 8, 1)))
+        mScales = cute.make_tensor(scales_ptr, cute.make_layout((b, sq, hq, d // 16), stride=(sq * hq * (d // 16), hq * (d // 16), d // 16, 1)))
+        mGlobal = cute.make_tensor(global_scale_ptr, cute.make_layout((1,)))
 
         # shared memory: 128-byte rows of 64 elements, XOR-swizzled (conflict-free ldmatrix)
         atom = cute.make_composed_layout(cute.make_swizzle(3, 3, 3), 0, cute.make_layout((8, 64), stride=(64, 1)))
@@ -250,7 +260,7 @@ class _Fmha:
         )
         grid = (cute.ceil_div(sq, BLOCK_M), hq, b)
         self.kernel(
-            mQ, mK, mV, mO, mLSE, mSink, scale_log2, left, right, sQ_layout, sKV_layout, g2s, s2g, mma, Smem
+            mQ, mK, mV, mO, mLSE, mSink, mCodes, mScales, mGlobal, scale_log2, left, right, sQ_layout, sKV_layout, g2s, s2g, mma, Smem
         ).launch(grid=grid, block=[THREADS, 1, 1], stream=stream)
 
     # --- device side ------------------------------------------------------------------
@@ -263,6 +273,9 @@ class _Fmha:
         mO: cute.Tensor,
         mLSE: cute.Tensor,
         mSink: cute.Tensor,
+        mCodes: cute.Tensor,
+        mScales: cute.Tensor,
+        mGlobal: cute.Tensor,
         scale_log2: F32,
         left: I32,
         right: I32,
@@ -426,15 +439,22 @@ class _Fmha:
         thr_r2s = r2s.get_slice(tidx)
         cute.copy(r2s, thr_r2s.retile(rO), thr_r2s.partition_D(sO))
         cute.arch.barrier()
-        gO = cute.local_tile(mO[batch, None, head, None], (BLOCK_M, d), (m_block, 0))
-        thr_s2g = s2g.get_slice(tidx)
-        tOs = thr_s2g.partition_S(sO)
-        tOg = thr_s2g.partition_D(gO)
-        tOr = cute.make_fragment_like(tOg, dt)
-        cute.copy(s2g, tOs, tOr)
-        for m in cutlass.range_constexpr(cute.size(tOg.shape[1])):
-            if m0 + tQc[0, m, 0][0] < sq:
-                cute.copy(s2g, tOr[None, m, None], tOg[None, m, None])
+        if cutlass.const_expr(self.nvfp4_out):
+            # O as NVFP4, quantized from the tile as it would have been stored
+            gs = mGlobal[0]
+            codes = cute.local_tile(mCodes[batch, None, head, None], (BLOCK_M, d // 8), (m_block, 0))
+            scales = cute.local_tile(mScales[batch, None, head, None], (BLOCK_M, d // 16), (m_block, 0))
+            nvfp4.quantize_tile_rows(sO, codes, scales, sq - m0, gs, F32(1.0) / gs, tidx, THREADS)
+        else:
+            gO = cute.local_tile(mO[batch, None, head, None], (BLOCK_M, d), (m_block, 0))
+            thr_s2g = s2g.get_slice(tidx)
+            tOs = thr_s2g.partition_S(sO)
+            tOg = thr_s2g.partition_D(gO)
+            tOr = cute.make_fragment_like(tOg, dt)
+            cute.copy(s2g, tOs, tOr)
+            for m in cutlass.range_constexpr(cute.size(tOg.shape[1])):
+                if m0 + tQc[0, m, 0][0] < sq:
+                    cute.copy(s2g, tOr[None, m, None], tOg[None, m, None])
 
     @cute.jit
     def load_kv(self, g2s: cute.TiledCopy, tg: cute.Tensor, ts: cute.Tensor, tc: cute.Tensor, n_block: I32, sk: I32):
@@ -558,9 +578,9 @@ def prelowering_pipeline(arch: str, fma_cols: int = 0, fma_impl: str = "magic") 
 
 
 @functools.cache
-def _compile(dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, arch: str, fma_cols: int = 0, fma_impl: str = "magic", options: str = ""):
+def _compile(dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, arch: str, fma_cols: int = 0, fma_impl: str = "magic", options: str = "", nvfp4_out: bool = False):
     dt = DTYPES[dtype]
-    kernel = _Fmha(dt, head_dim, has_left, has_right, has_sink, fma_cols, fma_impl)
+    kernel = _Fmha(dt, head_dim, has_left, has_right, has_sink, fma_cols, fma_impl, nvfp4_out)
     gmem = cute.AddressSpace.gmem
     args = (
         make_ptr(dt, 16, gmem, assumed_align=16),
@@ -569,12 +589,23 @@ def _compile(dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sin
         make_ptr(dt, 16, gmem, assumed_align=16),
         make_ptr(F32, 16, gmem, assumed_align=4),
         make_ptr(F32, 16, gmem, assumed_align=4),
+        *_nvfp4_pointers(16, 16, 16),
         I32(1), I32(1), I32(1), I32(1), I32(1),
         F32(1.0), I32(0), I32(0),
         _stream_arg(),
     )  # fmt: skip
     with lowering.prelowering(prelowering_pipeline(arch, fma_cols, fma_impl)):
         return cute.compile(kernel, *args, options=f"--gpu-arch {arch} {options}".strip())
+
+
+def _nvfp4_pointers(codes: int, scales: int, global_scale: int) -> tuple:
+    """The mma_sync kernel's NVFP4 output pointers (codes as u32, scale bytes, the f32 global scale)."""
+    gmem = cute.AddressSpace.gmem
+    return (
+        make_ptr(cutlass.Uint32, codes, gmem, assumed_align=8),
+        make_ptr(cutlass.Uint8, scales, gmem, assumed_align=1),
+        make_ptr(F32, global_scale, gmem, assumed_align=4),
+    )
 
 
 def compile_attention(
@@ -588,6 +619,7 @@ def compile_attention(
     exp2_impl: str | None = None,
     options: str = "",
     path: str = "auto",
+    out_format: str = "bf16",
 ):
     """The compiled FMHA forward for one configuration; works without a GPU for any arch.
 
@@ -597,6 +629,7 @@ def compile_attention(
     EXP2_FMA_FRACTION; 0 = all MUFU), `exp2_impl` "natural" or "magic" (default
     EXP2_FMA_IMPL). `options`: extra cute.compile options (e.g. "--keep-cubin").
     `path`: "auto", "mma_sync" or "wgmma" (see the module docstring; `resolve_path`).
+    `out_format`: "nvfp4" builds the NVFP4 epilogue (mma_sync path); anything else the plain store.
     """
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}, not {dtype!r}")
@@ -607,22 +640,26 @@ def compile_attention(
         raise ValueError(f"exp2_impl must be one of {EXP2_FMA_IMPLS}, not {impl!r}")
     cols = _fma_cols(EXP2_FMA_FRACTION if exp2_on_fma is None else exp2_on_fma)
     left, right = _normalize_window(causal, window)
-    if resolve_path(path, arch, cols) == "wgmma":
+    nvfp4_out = out_format == "nvfp4"
+    if resolve_path(path, arch, cols, nvfp4_out) == "wgmma":
         return fmha_sm90.compile_kernel(dtype, head_dim, left >= 0, right >= 0, bool(sink), arch, options)
-    return _compile(dtype, head_dim, left >= 0, right >= 0, bool(sink), arch, cols, impl if cols else "magic", options)
+    return _compile(dtype, head_dim, left >= 0, right >= 0, bool(sink), arch, cols, impl if cols else "magic", options, nvfp4_out)
 
 
-def resolve_path(path: str, arch: str, fma_cols: int = 0) -> str:
-    """"mma_sync" or "wgmma" for a requested path on an arch (auto: wgmma on sm_90a, unless the FMA exp2 is asked for)."""
+def resolve_path(path: str, arch: str, fma_cols: int = 0, nvfp4_out: bool = False) -> str:
+    """"mma_sync" or "wgmma" for a requested path on an arch (auto: wgmma on sm_90a, unless the
+    FMA exp2 or the NVFP4 epilogue is asked for: those exist on the mma_sync path only)."""
     if path not in PATHS:
         raise ValueError(f"path must be one of {PATHS}, not {path!r}")
     if path == "auto":
-        return "wgmma" if arch in fmha_sm90.ARCHS and not fma_cols else "mma_sync"
+        return "wgmma" if arch in fmha_sm90.ARCHS and not fma_cols and not nvfp4_out else "mma_sync"
     if path == "wgmma":
         if arch not in fmha_sm90.ARCHS:
             raise ValueError(f"the wgmma path needs {fmha_sm90.ARCHS}, not {arch!r}")
         if fma_cols:
             raise ValueError("exp2_on_fma exists on the mma_sync path only")
+        if nvfp4_out:
+            raise ValueError("out_format='nvfp4' exists on the mma_sync path only")
     return path
 
 
@@ -642,6 +679,7 @@ def attention(
     exp2_on_fma=None,
     exp2_impl: str | None = None,
     path: str = "auto",
+    global_scale=None,
 ):
     """FMHA forward: q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D] (CUDA, contiguous, bf16/fp16) -> out [B, Sq, Hq, D].
 
@@ -650,14 +688,16 @@ def attention(
     joining the softmax denominator. softmax_scale: default 1/sqrt(D). return_lse: also
     return LSE [B, Hq, Sq] fp32. out_format: "bf16" (the default; the output has the
     input's dtype, bf16 or fp16) or "fp16"/"float16"/"bfloat16" (must match the input);
-    "nvfp4" raises NotImplementedError (not implemented yet). exp2_on_fma: share of the
+    "nvfp4": out is (codes uint8 [B, Sq, Hq, D/2], scales float8_e4m3fn [B, Sq, Hq, D/16],
+    global_scale f32 0-d) as `kernels.nvfp4.quantize` makes them, from the epilogue
+    (mma_sync path), bit-identical to quantizing the bf16/fp16 output; `global_scale`
+    defaults to 448*6/amax(|v|), a bound that holds for O (each row of O is a convex
+    combination of rows of v, less with a sink), so no block scale saturates. exp2_on_fma: share of the
     score exp2s computed on the FMA units (0..1, default EXP2_FMA_FRACTION = 0: all MUFU);
     exp2_impl: "natural" or "magic" (default EXP2_FMA_IMPL), see compile_attention.
     path: "auto" (wgmma on sm_90a, mma_sync elsewhere), "mma_sync" or "wgmma".
     """
     torch = torch_module()
-    if out_format == "nvfp4":
-        raise NotImplementedError("out_format='nvfp4' is not implemented yet")
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
@@ -666,10 +706,12 @@ def attention(
         raise TypeError(f"q must be bfloat16 or float16, got {q.dtype}")
     if k.dtype != q.dtype or v.dtype != q.dtype:
         raise TypeError(f"q, k, v must have one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
-    formats = {"bf16": None, "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16}
+    formats = {"bf16": None, "nvfp4": None, "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16}
     if out_format not in formats:
-        raise ValueError(f"out_format must be one of {sorted(formats) + ['nvfp4']}, not {out_format!r}")
-    if out_format not in ("bf16",) and formats[out_format] != q.dtype:
+        raise ValueError(f"out_format must be one of {sorted(formats)}, not {out_format!r}")
+    if global_scale is not None and out_format != "nvfp4":
+        raise ValueError("global_scale is for out_format='nvfp4' only")
+    if formats[out_format] is not None and formats[out_format] != q.dtype:
         raise ValueError(f"out_format {out_format!r} must match the input dtype {q.dtype} (no conversion)")
     for name, t in (("q", q), ("k", k), ("v", v)):
         if t.dim() != 4:
@@ -714,28 +756,44 @@ def attention(
     cols = _fma_cols(fma_frac)  # checks the range
     if exp2_impl is not None and exp2_impl not in EXP2_FMA_IMPLS:
         raise ValueError(f"exp2_impl must be one of {EXP2_FMA_IMPLS}, not {exp2_impl!r}")
+    nvfp4_out = out_format == "nvfp4"
     arch = arch_of(q.device)
-    resolve_path(path, arch, cols)  # checks the path against the arch
+    resolved = resolve_path(path, arch, cols, nvfp4_out)  # checks the path against the arch
 
-    out = torch.empty_like(q)
     lse = torch.empty((bq, hq, sq), dtype=torch.float32, device=q.device)
-    if out.numel():
+    if nvfp4_out:
+        if global_scale is None:
+            global_scale = nvfp4.compute_global_scale(v)
+        global_scale = nvfp4._check_global_scale(torch, global_scale, q.device).reshape(()).contiguous()
+        codes = torch.empty((bq, sq, hq, d // 2), dtype=torch.uint8, device=q.device)
+        scales = torch.empty((bq, sq, hq, d // 16), dtype=torch.uint8, device=q.device)
+        out = None
+        outputs = (codes.data_ptr(), scales.data_ptr(), global_scale.data_ptr())
+    else:
+        out = torch.empty_like(q)
+        outputs = (lse.data_ptr(),) * 3  # never read: the epilogue stores O itself
+    if q.numel():
         if sink is not None:
             sink = sink.contiguous()
-        fn = compile_attention(names[q.dtype], d, causal, (left, right), sink is not None, arch, fma_frac, exp2_impl, path=path)
+        fn = compile_attention(
+            names[q.dtype], d, causal, (left, right), sink is not None, arch, fma_frac, exp2_impl, path=path, out_format=out_format
+        )
         dt = DTYPES[names[q.dtype]]
         gmem = cute.AddressSpace.gmem
         fn(
             make_ptr(dt, q.data_ptr(), gmem, assumed_align=16),
             make_ptr(dt, k.data_ptr(), gmem, assumed_align=16),
             make_ptr(dt, v.data_ptr(), gmem, assumed_align=16),
-            make_ptr(dt, out.data_ptr(), gmem, assumed_align=16),
+            make_ptr(dt, (out if out is not None else q).data_ptr(), gmem, assumed_align=16),
             make_ptr(F32, lse.data_ptr(), gmem, assumed_align=4),
             make_ptr(F32, (sink if sink is not None else lse).data_ptr(), gmem, assumed_align=4),
+            *(_nvfp4_pointers(*outputs) if resolved == "mma_sync" else ()),
             I32(bq), I32(sq), I32(sk), I32(hq), I32(hkv),
             F32(softmax_scale * LOG2E), I32(left), I32(right),
             cuda.CUstream(torch.cuda.current_stream(q.device).cuda_stream),
         )  # fmt: skip
+    if nvfp4_out:
+        out = (codes, scales.view(torch.float8_e4m3fn), global_scale)
     return (out, lse) if return_lse else out
 
 

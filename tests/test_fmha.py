@@ -137,8 +137,8 @@ def test_api_checks_inputs():
         fmha.attention(q, k, k, softmax_scale=-1.0)
     with pytest.raises(ValueError, match="out_format"):
         fmha.attention(q, k, k, out_format="fp8")
-    with pytest.raises(NotImplementedError, match="nvfp4"):
-        fmha.attention(q, k, k, out_format="nvfp4")
+    with pytest.raises(ValueError, match="global_scale is for out_format='nvfp4'"):
+        fmha.attention(q, k, k, global_scale=1.0)
     with pytest.raises(ValueError, match="CUDA device"):
         fmha.attention(q, k, k)
 
@@ -451,3 +451,64 @@ def test_gpu_exp2_on_fma_quarter_window_sink(impl):
         _check(torch, torch.bfloat16, 1, 300, 200, 2, 1, 128, False, (5, -1), True)
     finally:
         fmha.attention = real
+
+
+# --- the NVFP4 epilogue (mma_sync path) --------------------------------------------------------------
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+@pytest.mark.parametrize("i", [0, 3, 5])
+def test_compiles_nvfp4_out(arch, i):
+    import lowering
+
+    causal, window, sink = FEATURES[i]
+    dtype, head_dim = LAYOUTS[i % len(LAYOUTS)]
+    assert _fmha().compile_attention(dtype, head_dim, causal, window, sink, arch, out_format="nvfp4") is not None
+    counts = {p.name: p.counts for p in lowering.last_report().passes}
+    if arch == "sm_90a":  # no FP4 convert before sm_100a: the epilogue's E2M1 truncf is rewritten
+        assert counts["truncf-to-select"]["rewritten"] > 0
+
+
+def test_nvfp4_out_takes_the_mma_sync_path():
+    fmha = _fmha()
+    assert fmha.resolve_path("auto", "sm_90a", nvfp4_out=True) == "mma_sync"
+    with pytest.raises(ValueError, match="mma_sync path only"):
+        fmha.resolve_path("wgmma", "sm_90a", nvfp4_out=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "dtype, d, causal, window, sink, shape",
+    [
+        ("bfloat16", 128, False, (-1, -1), False, (2, 333, 397, 4, 2)),
+        ("bfloat16", 64, True, (-1, -1), True, (1, 300, 100, 6, 2)),
+        ("float16", 128, False, (100, 37), False, (1, 129, 1000, 8, 1)),
+        ("float16", 64, True, (70, -1), True, (3, 77, 77, 2, 2)),
+    ],
+)
+def test_gpu_nvfp4_out_is_quantize_of_the_output(dtype, d, causal, window, sink, shape):
+    # the epilogue quantizes the O tile the plain store would have written: bit-identical to
+    # nvfp4.quantize() of that output with the same global scale
+    torch = _cuda()
+    from kernels import nvfp4
+
+    fmha = _fmha()
+    b, sq, sk, hq, hkv = shape
+    gen = torch.Generator(device="cuda").manual_seed(sq + d)
+    dt = getattr(torch, dtype)
+    q = torch.randn(b, sq, hq, d, generator=gen, device="cuda").to(dt)
+    k = torch.randn(b, sk, hkv, d, generator=gen, device="cuda").to(dt)
+    v = (torch.randn(b, sk, hkv, d, generator=gen, device="cuda") * 4).to(dt)
+    s = torch.randn(hq, generator=gen, device="cuda") if sink else None
+    kw = dict(causal=causal, window=window, sink=s, path="mma_sync")
+    out = fmha.attention(q, k, v, **kw)
+    (codes, scales, g), lse = fmha.attention(q, k, v, out_format="nvfp4", return_lse=True, **kw)
+    assert g.item() == nvfp4.compute_global_scale(v).item()  # the default: 448*6/amax(|v|)
+    want_codes, want_scales, _ = nvfp4.quantize(out.reshape(-1, d), g)
+    assert codes.shape == (b, sq, hq, d // 2) and scales.shape == (b, sq, hq, d // 16)
+    assert scales.dtype == torch.float8_e4m3fn
+    assert torch.equal(codes.reshape(-1, d // 2), want_codes)
+    assert torch.equal(scales.view(torch.uint8).reshape(-1, d // 16), want_scales.view(torch.uint8))
+    assert not torch.isnan(lse[lse == lse]).any()
+    # a given global scale is used as is
+    (codes2, _, g2) = fmha.attention(q, k, v, out_format="nvfp4", global_scale=2.0, **kw)
+    assert g2.item() == 2.0
+    assert torch.equal(codes2.reshape(-1, d // 2), nvfp4.quantize(out.reshape(-1, d), g2)[0])
