@@ -30,7 +30,8 @@ tile, so blocks fully outside them are never loaded nor computed, and only block
 cross a limit (or the key tail) pay for the element mask. The epilogue normalizes O,
 writes it through shared memory with 16-byte stores, and writes the LSE; with
 `out_format="nvfp4"` it quantizes the shared-memory O tile instead
-(`nvfp4.quantize_tile_rows`: E2M1 codes and E4M3 scales per 16 values along D).
+(`nvfp4.quantize_tile_rows`: E2M1 codes and E4M3 scales per 16 values along D; the
+wgmma path does the same per warpgroup).
 
 This path compiles for sm_80 and later (sm_90a, sm_100a) and is built inside
 `lowering.prelowering()`. Importing this module needs neither torch nor a GPU; the
@@ -589,23 +590,13 @@ def _compile(dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sin
         make_ptr(dt, 16, gmem, assumed_align=16),
         make_ptr(F32, 16, gmem, assumed_align=4),
         make_ptr(F32, 16, gmem, assumed_align=4),
-        *_nvfp4_pointers(16, 16, 16),
+        *nvfp4.output_pointers(16, 16, 16),
         I32(1), I32(1), I32(1), I32(1), I32(1),
         F32(1.0), I32(0), I32(0),
         _stream_arg(),
     )  # fmt: skip
     with lowering.prelowering(prelowering_pipeline(arch, fma_cols, fma_impl)):
         return cute.compile(kernel, *args, options=f"--gpu-arch {arch} {options}".strip())
-
-
-def _nvfp4_pointers(codes: int, scales: int, global_scale: int) -> tuple:
-    """The mma_sync kernel's NVFP4 output pointers (codes as u32, scale bytes, the f32 global scale)."""
-    gmem = cute.AddressSpace.gmem
-    return (
-        make_ptr(cutlass.Uint32, codes, gmem, assumed_align=8),
-        make_ptr(cutlass.Uint8, scales, gmem, assumed_align=1),
-        make_ptr(F32, global_scale, gmem, assumed_align=4),
-    )
 
 
 def compile_attention(
@@ -629,7 +620,7 @@ def compile_attention(
     EXP2_FMA_FRACTION; 0 = all MUFU), `exp2_impl` "natural" or "magic" (default
     EXP2_FMA_IMPL). `options`: extra cute.compile options (e.g. "--keep-cubin").
     `path`: "auto", "mma_sync" or "wgmma" (see the module docstring; `resolve_path`).
-    `out_format`: "nvfp4" builds the NVFP4 epilogue (mma_sync path); anything else the plain store.
+    `out_format`: "nvfp4" builds the NVFP4 epilogue (both paths); anything else the plain store.
     """
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}, not {dtype!r}")
@@ -641,25 +632,22 @@ def compile_attention(
     cols = _fma_cols(EXP2_FMA_FRACTION if exp2_on_fma is None else exp2_on_fma)
     left, right = _normalize_window(causal, window)
     nvfp4_out = out_format == "nvfp4"
-    if resolve_path(path, arch, cols, nvfp4_out) == "wgmma":
-        return fmha_sm90.compile_kernel(dtype, head_dim, left >= 0, right >= 0, bool(sink), arch, options)
+    if resolve_path(path, arch, cols) == "wgmma":
+        return fmha_sm90.compile_kernel(dtype, head_dim, left >= 0, right >= 0, bool(sink), arch, options, nvfp4_out)
     return _compile(dtype, head_dim, left >= 0, right >= 0, bool(sink), arch, cols, impl if cols else "magic", options, nvfp4_out)
 
 
-def resolve_path(path: str, arch: str, fma_cols: int = 0, nvfp4_out: bool = False) -> str:
-    """"mma_sync" or "wgmma" for a requested path on an arch (auto: wgmma on sm_90a, unless the
-    FMA exp2 or the NVFP4 epilogue is asked for: those exist on the mma_sync path only)."""
+def resolve_path(path: str, arch: str, fma_cols: int = 0) -> str:
+    """"mma_sync" or "wgmma" for a requested path on an arch (auto: wgmma on sm_90a, unless the FMA exp2 is asked for)."""
     if path not in PATHS:
         raise ValueError(f"path must be one of {PATHS}, not {path!r}")
     if path == "auto":
-        return "wgmma" if arch in fmha_sm90.ARCHS and not fma_cols and not nvfp4_out else "mma_sync"
+        return "wgmma" if arch in fmha_sm90.ARCHS and not fma_cols else "mma_sync"
     if path == "wgmma":
         if arch not in fmha_sm90.ARCHS:
             raise ValueError(f"the wgmma path needs {fmha_sm90.ARCHS}, not {arch!r}")
         if fma_cols:
             raise ValueError("exp2_on_fma exists on the mma_sync path only")
-        if nvfp4_out:
-            raise ValueError("out_format='nvfp4' exists on the mma_sync path only")
     return path
 
 
@@ -690,7 +678,7 @@ def attention(
     input's dtype, bf16 or fp16) or "fp16"/"float16"/"bfloat16" (must match the input);
     "nvfp4": out is (codes uint8 [B, Sq, Hq, D/2], scales float8_e4m3fn [B, Sq, Hq, D/16],
     global_scale f32 0-d) as `kernels.nvfp4.quantize` makes them, from the epilogue
-    (mma_sync path), bit-identical to quantizing the bf16/fp16 output; `global_scale`
+    (both paths), bit-identical to quantizing the bf16/fp16 output; `global_scale`
     defaults to 448*6/amax(|v|), a bound that holds for O (each row of O is a convex
     combination of rows of v, less with a sink), so no block scale saturates. exp2_on_fma: share of the
     score exp2s computed on the FMA units (0..1, default EXP2_FMA_FRACTION = 0: all MUFU);
@@ -758,7 +746,7 @@ def attention(
         raise ValueError(f"exp2_impl must be one of {EXP2_FMA_IMPLS}, not {exp2_impl!r}")
     nvfp4_out = out_format == "nvfp4"
     arch = arch_of(q.device)
-    resolved = resolve_path(path, arch, cols, nvfp4_out)  # checks the path against the arch
+    resolve_path(path, arch, cols)  # checks the path against the arch
 
     lse = torch.empty((bq, hq, sq), dtype=torch.float32, device=q.device)
     if nvfp4_out:
@@ -787,7 +775,7 @@ def attention(
             make_ptr(dt, (out if out is not None else q).data_ptr(), gmem, assumed_align=16),
             make_ptr(F32, lse.data_ptr(), gmem, assumed_align=4),
             make_ptr(F32, (sink if sink is not None else lse).data_ptr(), gmem, assumed_align=4),
-            *(_nvfp4_pointers(*outputs) if resolved == "mma_sync" else ()),
+            *nvfp4.output_pointers(*outputs),
             I32(bq), I32(sq), I32(sk), I32(hq), I32(hkv),
             F32(softmax_scale * LOG2E), I32(left), I32(right),
             cuda.CUstream(torch.cuda.current_stream(q.device).cuda_stream),

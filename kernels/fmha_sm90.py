@@ -48,6 +48,7 @@ from cutlass.cute.runtime import make_ptr
 from cutlass.tensor_utils import LayoutEnum
 
 import lowering
+from kernels import nvfp4
 
 # --- tuning knobs ---------------------------------------------------------------
 BLOCK_M = 128  # query rows per CTA: 64 per consumer warpgroup
@@ -145,7 +146,8 @@ def _rescale(acc_O: cute.Tensor, corr: cute.Tensor):
 class _FmhaSm90:
     """One compiled configuration: dtype, head dim and which masks exist (compile-time)."""
 
-    def __init__(self, dtype, head_dim: int, has_left: bool, has_right: bool, has_sink: bool):
+    def __init__(self, dtype, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, nvfp4_out: bool = False):
+        self.nvfp4_out = nvfp4_out  # the epilogue writes O as NVFP4 (codes + E4M3 scales) instead
         self.dtype = dtype
         self.d = head_dim
         self.has_left = has_left
@@ -162,6 +164,9 @@ class _FmhaSm90:
         o_ptr: cute.Pointer,
         lse_ptr: cute.Pointer,
         sink_ptr: cute.Pointer,
+        codes_ptr: cute.Pointer,
+        scales_ptr: cute.Pointer,
+        global_scale_ptr: cute.Pointer,
         b: I32,
         sq: I32,
         sk: I32,
@@ -186,6 +191,10 @@ class _FmhaSm90:
         mV = cute.make_tensor(v_ptr, kv_lay)
         mLSE = cute.make_tensor(lse_ptr, cute.make_layout((b, hq, sq), stride=(hq * sq, sq, 1)))
         mSink = cute.make_tensor(sink_ptr, cute.make_layout((hq,), stride=(1,)))
+        # NVFP4 output (read only with nvfp4_out): [B, S, H, D/8] u32 codes, [B, S, H, D/16] scales
+        mCodes = cute.make_tensor(codes_ptr, cute.make_layout((b, sq, hq, d // 8), stride=(sq * hq * (d // 8), hq * (d // 8), d // 8, 1)))
+        mScales = cute.make_tensor(scales_ptr, cute.make_layout((b, sq, hq, d // 16), stride=(sq * hq * (d // 16), hq * (d // 16), d // 16, 1)))
+        mGlobal = cute.make_tensor(global_scale_ptr, cute.make_layout((1,)))
 
         sQ_layout = _smem_layout(dt, BLOCK_M, d)
         sKV_layout = _smem_layout(dt, BLOCK_N, d, STAGES)
@@ -219,7 +228,7 @@ class _FmhaSm90:
         )
         grid = (cute.ceil_div(sq, BLOCK_M), hq, b)
         self.kernel(
-            tQ, tK, tV, tma_q, tma_k, tma_v, mO, mLSE, mSink, scale_log2, left, right,
+            tQ, tK, tV, tma_q, tma_k, tma_v, mO, mLSE, mSink, mCodes, mScales, mGlobal, scale_log2, left, right,
             sQ_layout, sKV_layout, mma_qk, mma_pv, s2g, Smem,
         ).launch(grid=grid, block=[THREADS, 1, 1], stream=stream, min_blocks_per_mp=1)  # fmt: skip
 
@@ -236,6 +245,9 @@ class _FmhaSm90:
         mO: cute.Tensor,
         mLSE: cute.Tensor,
         mSink: cute.Tensor,
+        mCodes: cute.Tensor,
+        mScales: cute.Tensor,
+        mGlobal: cute.Tensor,
         scale_log2: F32,
         left: I32,
         right: I32,
@@ -391,7 +403,7 @@ class _FmhaSm90:
                 warpgroup.wait_group(0)
                 pipe_v.consumer_release(state)
 
-            self.epilogue(acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mSink, sQ, mma_pv, s2g, ct, wg, m0, head, batch)
+            self.epilogue(acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mSink, mCodes, mScales, mGlobal, sQ, mma_pv, s2g, ct, wg, m0, head, batch)
 
     @cute.jit
     def mma_turn_wait(self, wg: I32):
@@ -489,6 +501,9 @@ class _FmhaSm90:
         mO: cute.Tensor,
         mLSE: cute.Tensor,
         mSink: cute.Tensor,
+        mCodes: cute.Tensor,
+        mScales: cute.Tensor,
+        mGlobal: cute.Tensor,
         sQ: cute.Tensor,
         mma_pv: cute.TiledMma,
         s2g: cute.TiledCopy,
@@ -498,7 +513,7 @@ class _FmhaSm90:
         head: I32,
         batch: I32,
     ):
-        """Normalize O, write the LSE, and O through this warpgroup's rows of sQ."""
+        """Normalize O, write the LSE, and O through this warpgroup's rows of sQ (or O as NVFP4)."""
         d = self.d
         sq = mO.shape[0]
         acc_O_mn = _mn_view(acc_O)
@@ -532,26 +547,35 @@ class _FmhaSm90:
         cute.copy(r2s, thr_r2s.retile(rO), thr_r2s.partition_D(sQ))
         cute.arch.barrier(barrier_id=1 + wg, number_of_threads=128)
         sO = cute.local_tile(sQ, (64, d), (wg, 0))
-        gO = cute.local_tile(mO[None, None, head, batch], (64, d), (m0 // 64 + wg, 0))
-        thr_s2g = s2g.get_slice(ct % 128)
-        tOs = thr_s2g.partition_S(sO)
-        tOg = thr_s2g.partition_D(gO)
-        tOc = thr_s2g.partition_S(cute.make_identity_tensor((64, d)))
-        tOr = cute.make_fragment_like(tOs, self.dtype)
-        cute.copy(s2g, tOs, tOr)
-        for m in cutlass.range_constexpr(cute.size(tOg.shape[1])):
-            if m0 + wg * 64 + tOc[0, m, 0][0] < sq:
-                cute.copy(s2g, tOr[None, m, None], tOg[None, m, None])
+        if cutlass.const_expr(self.nvfp4_out):
+            # O as NVFP4, quantized from this warpgroup's tile as it would have been stored
+            first = m0 + wg * 64
+            if first < sq:
+                gs = mGlobal[0]
+                codes = cute.local_tile(mCodes[batch, None, head, None], (64, d // 8), (m0 // 64 + wg, 0))
+                scales = cute.local_tile(mScales[batch, None, head, None], (64, d // 16), (m0 // 64 + wg, 0))
+                nvfp4.quantize_tile_rows(sO, codes, scales, sq - first, gs, F32(1.0) / gs, ct % 128, 128)
+        else:
+            gO = cute.local_tile(mO[None, None, head, batch], (64, d), (m0 // 64 + wg, 0))
+            thr_s2g = s2g.get_slice(ct % 128)
+            tOs = thr_s2g.partition_S(sO)
+            tOg = thr_s2g.partition_D(gO)
+            tOc = thr_s2g.partition_S(cute.make_identity_tensor((64, d)))
+            tOr = cute.make_fragment_like(tOs, self.dtype)
+            cute.copy(s2g, tOs, tOr)
+            for m in cutlass.range_constexpr(cute.size(tOg.shape[1])):
+                if m0 + wg * 64 + tOc[0, m, 0][0] < sq:
+                    cute.copy(s2g, tOr[None, m, None], tOg[None, m, None])
 
 
 # --- compile (no GPU needed) ------------------------------------------------------
 @functools.cache
-def compile_kernel(dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, arch: str = "sm_90a", options: str = ""):
+def compile_kernel(dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, arch: str = "sm_90a", options: str = "", nvfp4_out: bool = False):
     """The compiled kernel for one configuration (fake pointers and sizes: no GPU needed)."""
     if arch not in ARCHS:
         raise ValueError(f"the wgmma path targets {ARCHS}, not {arch!r}")
     dt = DTYPES[dtype]
-    kernel = _FmhaSm90(dt, head_dim, has_left, has_right, has_sink)
+    kernel = _FmhaSm90(dt, head_dim, has_left, has_right, has_sink, nvfp4_out)
     gmem = cute.AddressSpace.gmem
     args = (
         make_ptr(dt, 16, gmem, assumed_align=16),
@@ -560,6 +584,7 @@ def compile_kernel(dtype: str, head_dim: int, has_left: bool, has_right: bool, h
         make_ptr(dt, 16, gmem, assumed_align=16),
         make_ptr(F32, 16, gmem, assumed_align=4),
         make_ptr(F32, 16, gmem, assumed_align=4),
+        *nvfp4.output_pointers(16, 16, 16),
         I32(1), I32(1), I32(1), I32(1), I32(1),
         F32(1.0), I32(0), I32(0),
         cuda.CUstream(0),

@@ -278,6 +278,16 @@ def _pointer_args(value_type, values, codes, scales, global_scale):
     )
 
 
+def output_pointers(codes: int, scales: int, global_scale: int) -> tuple:
+    """Pointer arguments for another kernel's NVFP4 output (codes as u32, scale bytes, the f32 global scale)."""
+    gmem = cute.AddressSpace.gmem
+    return (
+        make_ptr(cutlass.Uint32, codes, gmem, assumed_align=8),
+        make_ptr(cutlass.Uint8, scales, gmem, assumed_align=1),
+        make_ptr(F32, global_scale, gmem, assumed_align=4),
+    )
+
+
 def _stream_arg():
     return cuda.CUstream(0)
 

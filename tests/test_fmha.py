@@ -454,27 +454,21 @@ def test_gpu_exp2_on_fma_quarter_window_sink(impl):
 
 
 # --- the NVFP4 epilogue (mma_sync path) --------------------------------------------------------------
-@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+@pytest.mark.parametrize("arch, path", [("sm_90a", "mma_sync"), ("sm_90a", "wgmma"), ("sm_100a", "mma_sync")])
 @pytest.mark.parametrize("i", [0, 3, 5])
-def test_compiles_nvfp4_out(arch, i):
+def test_compiles_nvfp4_out(arch, path, i):
     import lowering
 
     causal, window, sink = FEATURES[i]
     dtype, head_dim = LAYOUTS[i % len(LAYOUTS)]
-    assert _fmha().compile_attention(dtype, head_dim, causal, window, sink, arch, out_format="nvfp4") is not None
+    assert _fmha().compile_attention(dtype, head_dim, causal, window, sink, arch, path=path, out_format="nvfp4") is not None
     counts = {p.name: p.counts for p in lowering.last_report().passes}
     if arch == "sm_90a":  # no FP4 convert before sm_100a: the epilogue's E2M1 truncf is rewritten
         assert counts["truncf-to-select"]["rewritten"] > 0
 
 
-def test_nvfp4_out_takes_the_mma_sync_path():
-    fmha = _fmha()
-    assert fmha.resolve_path("auto", "sm_90a", nvfp4_out=True) == "mma_sync"
-    with pytest.raises(ValueError, match="mma_sync path only"):
-        fmha.resolve_path("wgmma", "sm_90a", nvfp4_out=True)
-
-
 @pytest.mark.gpu
+@pytest.mark.parametrize("path", GPU_PATHS)
 @pytest.mark.parametrize(
     "dtype, d, causal, window, sink, shape",
     [
@@ -484,7 +478,7 @@ def test_nvfp4_out_takes_the_mma_sync_path():
         ("float16", 64, True, (70, -1), True, (3, 77, 77, 2, 2)),
     ],
 )
-def test_gpu_nvfp4_out_is_quantize_of_the_output(dtype, d, causal, window, sink, shape):
+def test_gpu_nvfp4_out_is_quantize_of_the_output(dtype, d, causal, window, sink, shape, path):
     # the epilogue quantizes the O tile the plain store would have written: bit-identical to
     # nvfp4.quantize() of that output with the same global scale
     torch = _cuda()
@@ -498,7 +492,7 @@ def test_gpu_nvfp4_out_is_quantize_of_the_output(dtype, d, causal, window, sink,
     k = torch.randn(b, sk, hkv, d, generator=gen, device="cuda").to(dt)
     v = (torch.randn(b, sk, hkv, d, generator=gen, device="cuda") * 4).to(dt)
     s = torch.randn(hq, generator=gen, device="cuda") if sink else None
-    kw = dict(causal=causal, window=window, sink=s, path="mma_sync")
+    kw = dict(causal=causal, window=window, sink=s, path=_gpu_path(torch, path))
     out = fmha.attention(q, k, v, **kw)
     (codes, scales, g), lse = fmha.attention(q, k, v, out_format="nvfp4", return_lse=True, **kw)
     assert g.item() == nvfp4.compute_global_scale(v).item()  # the default: 448*6/amax(|v|)
