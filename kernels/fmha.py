@@ -58,6 +58,7 @@ from cutlass._mlir.dialects import arith
 
 import lowering
 from kernels import fmha_sm90, nvfp4
+from kernels.attention_parts import LN2, LOG2E, finish_row, fmax, nvfp4_outputs, quad_allreduce, store_nvfp4
 from kernels.torch_device import arch_of, torch_module
 
 # --- tuning knobs ---------------------------------------------------------------
@@ -84,8 +85,6 @@ EXP2_CLAMP = -127.0  # 2^-127 rounds the exponent field to 0: x = -inf gives exa
 
 F32 = cutlass.Float32
 I32 = cutlass.Int32
-LOG2E = math.log2(math.e)
-LN2 = math.log(2.0)
 
 
 # --- register-view helpers (trace-time layout algebra) --------------------------------
@@ -113,12 +112,6 @@ def _as_operand_a(p: cute.Tensor) -> cute.Tensor:
         stride=((d.stride[0], d.stride[2][0]), d.stride[1], d.stride[2][1]),
     )
     return cute.make_tensor(p.iterator, lay)
-
-
-def _quad_allreduce(x, op):
-    """The 4 threads of an MMA row group hold one row between them: butterfly over them."""
-    x = op(x, cute.arch.shuffle_sync_bfly(x, offset=2, mask=-1, mask_and_clamp=31))
-    return op(x, cute.arch.shuffle_sync_bfly(x, offset=1, mask=-1, mask_and_clamp=31))
 
 
 def _poly_ex2(frac):
@@ -170,14 +163,6 @@ def _fma_columns(n_cols: int, n_fma: int) -> tuple[bool, ...]:
     return tuple((c + 1) * n_fma // n_cols > c * n_fma // n_cols for c in range(n_cols))
 
 
-def _fmax(a, b):
-    return cute.arch.fmax(a, b)
-
-
-def _add(a, b):
-    return a + b
-
-
 class _Fmha:
     """One compiled configuration: dtype, head dim and which masks exist (compile-time)."""
 
@@ -226,10 +211,8 @@ class _Fmha:
         mV = cute.make_tensor(v_ptr, cute.make_layout((b, sk, hkv, d), stride=(kv_batch, kv_row, d, 1)))
         mLSE = cute.make_tensor(lse_ptr, cute.make_layout((b, hq, sq), stride=(hq * sq, sq, 1)))
         mSink = cute.make_tensor(sink_ptr, cute.make_layout((hq,), stride=(1,)))
-        # NVFP4 output (read only with nvfp4_out): [B, S, H, D/8] u32 codes, [B, S, H, D/16] scales
-        mCodes = cute.make_tensor(codes_ptr, cute.make_layout((b, sq, hq, d // 8), stride=(sq * hq * (d // 8), hq * (d // 8), d // 8, 1)))
-        mScales = cute.make_tensor(scales_ptr, cute.make_layout((b, sq, hq, d // 16), stride=(sq * hq * (d // 16), hq * (d // 16), d // 16, 1)))
-        mGlobal = cute.make_tensor(global_scale_ptr, cute.make_layout((1,)))
+        # NVFP4 output, read only with nvfp4_out
+        mCodes, mScales, mGlobal = nvfp4_outputs(codes_ptr, scales_ptr, global_scale_ptr, b, sq, hq, d)
 
         # shared memory: 128-byte rows of 64 elements, XOR-swizzled (conflict-free ldmatrix)
         atom = cute.make_composed_layout(cute.make_swizzle(3, 3, 3), 0, cute.make_layout((8, 64), stride=(64, 1)))
@@ -409,22 +392,11 @@ class _Fmha:
         # --- epilogue: normalize, LSE, O through shared memory -------------------------------
         acc_O_mn = _mn_view(acc_O)
         lane = tidx % 4
+        sink_logit = None  # the head's sink joins each row's denominator
+        if cutlass.const_expr(self.has_sink):
+            sink_logit = mSink[head]
         for r in cutlass.range_constexpr(n_rows):
-            l = _quad_allreduce(row_sum[r], _add)
-            m2 = row_max[r] * scale_log2  # -inf for a row that saw nothing
-            scale = F32(0.0)
-            lse2 = -F32.inf
-            if cutlass.const_expr(self.has_sink):
-                s2 = mSink[head] * F32(LOG2E)
-                top = cute.arch.fmax(m2, s2)
-                e = cute.math.exp2(m2 - top, fastmath=True)
-                denom = l * e + cute.math.exp2(s2 - top, fastmath=True)
-                scale = e / denom
-                lse2 = top + cute.math.log2(denom, fastmath=True)
-            else:
-                empty = l == F32(0.0)
-                scale = cutlass.select_(empty, F32(0.0), F32(1.0) / cutlass.select_(empty, F32(1.0), l))
-                lse2 = cutlass.select_(empty, -F32.inf, m2 + cute.math.log2(cutlass.select_(empty, F32(1.0), l), fastmath=True))
+            scale, lse2 = finish_row(row_sum[r], row_max[r], scale_log2, sink_logit)
             acc_O_mn[r, None] = acc_O_mn[r, None].load() * scale
             row = m0 + tScS[r, 0][0]
             if lane == 0:
@@ -442,10 +414,7 @@ class _Fmha:
         cute.arch.barrier()
         if cutlass.const_expr(self.nvfp4_out):
             # O as NVFP4, quantized from the tile as it would have been stored
-            gs = mGlobal[0]
-            codes = cute.local_tile(mCodes[batch, None, head, None], (BLOCK_M, d // 8), (m_block, 0))
-            scales = cute.local_tile(mScales[batch, None, head, None], (BLOCK_M, d // 16), (m_block, 0))
-            nvfp4.quantize_tile_rows(sO, codes, scales, sq - m0, gs, F32(1.0) / gs, tidx, THREADS)
+            store_nvfp4(sO, (mCodes, mScales, mGlobal), batch, head, m_block, sq - m0, tidx, THREADS)
         else:
             gO = cute.local_tile(mO[batch, None, head, None], (BLOCK_M, d), (m_block, 0))
             thr_s2g = s2g.get_slice(tidx)
@@ -522,7 +491,7 @@ class _Fmha:
                     if col >= hi or col < lo:
                         S[r, c] = -F32.inf
             s_row = S[r, None].load()
-            m_blk = _quad_allreduce(s_row.reduce(cute.ReductionOp.MAX, -F32.inf, 0), _fmax)
+            m_blk = quad_allreduce(s_row.reduce(cute.ReductionOp.MAX, -F32.inf, 0), fmax)
             m_old = row_max[r]
             m_new = cute.arch.fmax(m_old, m_blk)
             m_safe = cutlass.select_(m_new == -F32.inf, F32(0.0), m_new) * scale_log2  # a row with nothing yet

@@ -36,7 +36,6 @@ Compiles for sm_90a only (wgmma, setmaxnreg), inside `lowering.prelowering()`, w
 from __future__ import annotations
 
 import functools
-import math
 
 import cuda.bindings.driver as cuda
 import cutlass
@@ -49,6 +48,7 @@ from cutlass.tensor_utils import LayoutEnum
 
 import lowering
 from kernels import nvfp4
+from kernels.attention_parts import LN2, finish_row, fmax, nvfp4_outputs, quad_allreduce, store_nvfp4
 
 # --- tuning knobs ---------------------------------------------------------------
 BLOCK_M = 128  # query rows per CTA: 64 per consumer warpgroup
@@ -70,8 +70,6 @@ ARCHS = ("sm_90a",)
 
 F32 = cutlass.Float32
 I32 = cutlass.Int32
-LOG2E = math.log2(math.e)
-LN2 = math.log(2.0)
 
 
 # --- register-view helpers (trace-time layout algebra) --------------------------------
@@ -99,20 +97,6 @@ def _as_operand_a(p: cute.Tensor) -> cute.Tensor:
         stride=((d.stride[0][0], d.stride[0][1], d.stride[0][2][0]), d.stride[1], (d.stride[0][2][1], d.stride[2])),
     )
     return cute.make_tensor(p.iterator, lay)
-
-
-def _quad_allreduce(x, op):
-    """The 4 threads of an MMA row group hold one row between them: butterfly over them."""
-    x = op(x, cute.arch.shuffle_sync_bfly(x, offset=2, mask=-1, mask_and_clamp=31))
-    return op(x, cute.arch.shuffle_sync_bfly(x, offset=1, mask=-1, mask_and_clamp=31))
-
-
-def _fmax(a, b):
-    return cute.arch.fmax(a, b)
-
-
-def _add(a, b):
-    return a + b
 
 
 def _smem_layout(dt, rows: int, d: int, stages: int | None = None):
@@ -191,10 +175,8 @@ class _FmhaSm90:
         mV = cute.make_tensor(v_ptr, kv_lay)
         mLSE = cute.make_tensor(lse_ptr, cute.make_layout((b, hq, sq), stride=(hq * sq, sq, 1)))
         mSink = cute.make_tensor(sink_ptr, cute.make_layout((hq,), stride=(1,)))
-        # NVFP4 output (read only with nvfp4_out): [B, S, H, D/8] u32 codes, [B, S, H, D/16] scales
-        mCodes = cute.make_tensor(codes_ptr, cute.make_layout((b, sq, hq, d // 8), stride=(sq * hq * (d // 8), hq * (d // 8), d // 8, 1)))
-        mScales = cute.make_tensor(scales_ptr, cute.make_layout((b, sq, hq, d // 16), stride=(sq * hq * (d // 16), hq * (d // 16), d // 16, 1)))
-        mGlobal = cute.make_tensor(global_scale_ptr, cute.make_layout((1,)))
+        # NVFP4 output, read only with nvfp4_out
+        mCodes, mScales, mGlobal = nvfp4_outputs(codes_ptr, scales_ptr, global_scale_ptr, b, sq, hq, d)
 
         sQ_layout = _smem_layout(dt, BLOCK_M, d)
         sKV_layout = _smem_layout(dt, BLOCK_N, d, STAGES)
@@ -480,7 +462,7 @@ class _FmhaSm90:
                     if col >= hi or col < lo:
                         S[r, c] = -F32.inf
             s_row = S[r, None].load()
-            m_blk = _quad_allreduce(s_row.reduce(cute.ReductionOp.MAX, -F32.inf, 0), _fmax)
+            m_blk = quad_allreduce(s_row.reduce(cute.ReductionOp.MAX, -F32.inf, 0), fmax)
             m_old = row_max[r]
             m_new = cute.arch.fmax(m_old, m_blk)
             m_safe = cutlass.select_(m_new == -F32.inf, F32(0.0), m_new) * scale_log2  # a row with nothing yet
@@ -517,22 +499,11 @@ class _FmhaSm90:
         d = self.d
         sq = mO.shape[0]
         acc_O_mn = _mn_view(acc_O)
+        sink_logit = None  # the head's sink joins each row's denominator
+        if cutlass.const_expr(self.has_sink):
+            sink_logit = mSink[head]
         for r in cutlass.range_constexpr(cute.size(row_max)):
-            l = _quad_allreduce(row_sum[r], _add)
-            m2 = row_max[r] * scale_log2  # -inf for a row that saw nothing
-            scale = F32(0.0)
-            lse2 = -F32.inf
-            if cutlass.const_expr(self.has_sink):
-                s2 = mSink[head] * F32(LOG2E)
-                top = cute.arch.fmax(m2, s2)
-                e = cute.math.exp2(m2 - top, fastmath=True)
-                denom = l * e + cute.math.exp2(s2 - top, fastmath=True)
-                scale = e / denom
-                lse2 = top + cute.math.log2(denom, fastmath=True)
-            else:
-                empty = l == F32(0.0)
-                scale = cutlass.select_(empty, F32(0.0), F32(1.0) / cutlass.select_(empty, F32(1.0), l))
-                lse2 = cutlass.select_(empty, -F32.inf, m2 + cute.math.log2(cutlass.select_(empty, F32(1.0), l), fastmath=True))
+            scale, lse2 = finish_row(row_sum[r], row_max[r], scale_log2, sink_logit)
             acc_O_mn[r, None] = acc_O_mn[r, None].load() * scale
             row = m0 + tScS[r, 0][0]
             if ct % 4 == 0:
@@ -551,10 +522,7 @@ class _FmhaSm90:
             # O as NVFP4, quantized from this warpgroup's tile as it would have been stored
             first = m0 + wg * 64
             if first < sq:
-                gs = mGlobal[0]
-                codes = cute.local_tile(mCodes[batch, None, head, None], (64, d // 8), (m0 // 64 + wg, 0))
-                scales = cute.local_tile(mScales[batch, None, head, None], (64, d // 16), (m0 // 64 + wg, 0))
-                nvfp4.quantize_tile_rows(sO, codes, scales, sq - first, gs, F32(1.0) / gs, ct % 128, 128)
+                store_nvfp4(sO, (mCodes, mScales, mGlobal), batch, head, m0 // 64 + wg, sq - first, ct % 128, 128)
         else:
             gO = cute.local_tile(mO[None, None, head, batch], (64, d), (m0 // 64 + wg, 0))
             thr_s2g = s2g.get_slice(ct % 128)
