@@ -5,14 +5,14 @@
 
 `--exp2` times, instead, our kernel with part of the score exp2s on the FMA units
 (`exp2_on_fma` 1/4 and 1/2, "natural" and "magic") against the all-MUFU build on
-EXP2_CASES (non-causal), entries `fmha_exp2_<impl>_<fraction>_<case>`: TFLOP/s, ratio to
+EXP2_CASES (non-causal), entries `attention_exp2_<impl>_<fraction>_<case>`: TFLOP/s, ratio to
 MUFU, written to DIR/fmha_exp2_bench.md.
 
 TFLOP/s counts the two matmuls: 4 * B * H * S * S * D (half of that with causal), bf16
 inputs [B, S, H, D]. The peer is torch's scaled_dot_product_attention on [B, H, S, D]
 views restricted to its cuDNN and flash backends (whichever torch picks of the two).
 FlashAttention-4 is not installed on the GPU machine: not measured.
-Writes DIR/results.json (entries `fmha_<case>`: ours, peer, ratio = ours/peer, unit, gpu,
+Writes DIR/results.json (entries `attention_vs_sdpa_<case>`: ours, peer, ratio = ours/peer, unit, gpu,
 date), merged into bench/results.json, and DIR/fmha_bench.md.
 """
 
@@ -42,7 +42,7 @@ def exp2_bench(torch, fmha, args, gpu, date):
             ms = _time_ms(torch, lambda: fmha.attention(q, k, v, exp2_on_fma=frac, exp2_impl=impl if frac else None), args.iters)
             base = base or ms
             case = f"b{b}_h{h}_s{s}_d{d}_full"
-            name = f"fmha_exp2_{impl}_{frac:g}_{case}"
+            name = f"attention_exp2_{impl}_{frac:g}_{case}"  # `fmha_*` entries are the FA4 comparison
             t = flops / ms / 1e9
             results[name] = {
                 "ours": round(t, 1), "ratio_vs_mufu": round(base / ms, 3), "ms": round(ms, 3),
@@ -94,7 +94,7 @@ def main():
             ours = _time_ms(torch, lambda: fmha.attention(q, k, v, causal=causal), args.iters)
             with sdpa_kernel([SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION]):
                 peer = _time_ms(torch, lambda: torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal), args.iters)
-            name = f"fmha_b{b}_h{h}_s{s}_d{d}_{'causal' if causal else 'full'}"
+            name = f"attention_vs_sdpa_b{b}_h{h}_s{s}_d{d}_{'causal' if causal else 'full'}"  # `fmha_*`: FA4 (fa4_compare.py)
             t_ours, t_peer = flops / ours / 1e9, flops / peer / 1e9
             results[name] = {
                 "ours": round(t_ours, 1),
