@@ -277,7 +277,8 @@ def main():
         per = {op: (h8.get(op, 0) - h4.get(op, 0)) / 128 for op in set(h4) | set(h8)}
         per = {op: round(v, 2) for op, v in sorted(per.items(), key=lambda kv: -kv[1]) if v}
         total = (len(counts[8]) - len(counts[4])) / 128
-        results[f"nvfp4_quantize_sass_{variant}_{arch}"] = {"instrs_bpt4": len(counts[4]), "instrs_bpt8": len(counts[8]), "per_element": round(total, 2), "per_element_by_opcode": per}
+        # not `nvfp4_quantize_*`: those keys are the bandwidth cases (ours, peer, ratio)
+        results[f"sass_nvfp4_quantize_{variant}_{arch}"] = {"instrs_bpt4": len(counts[4]), "instrs_bpt8": len(counts[8]), "per_element": round(total, 2), "per_element_by_opcode": per}
         md.append(f"| {variant} | {len(counts[4])} | {len(counts[8])} | {total:.2f} | {', '.join(f'{o} {v}' for o, v in per.items())} |")
         print(md[-1], flush=True)
 
