@@ -5,8 +5,8 @@ from __future__ import annotations
 import statistics
 
 
-def median_ms(fn, repeat: int = 20, iters: int = 1, warmup: int = 3) -> float:
-    """Median milliseconds per call over `repeat` samples of `iters` back-to-back calls."""
+def samples_ms(fn, repeat: int = 20, iters: int = 1, warmup: int = 3) -> list[float]:
+    """Milliseconds per call, one sample per `repeat` runs of `iters` back-to-back calls."""
     import torch
 
     for _ in range(warmup):
@@ -21,4 +21,9 @@ def median_ms(fn, repeat: int = 20, iters: int = 1, warmup: int = 3) -> float:
         end.record()
         end.synchronize()
         samples.append(start.elapsed_time(end) / iters)
-    return statistics.median(samples)
+    return samples
+
+
+def median_ms(fn, repeat: int = 20, iters: int = 1, warmup: int = 3) -> float:
+    """Median milliseconds per call over `repeat` samples of `iters` back-to-back calls."""
+    return statistics.median(samples_ms(fn, repeat, iters, warmup))

@@ -27,6 +27,8 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from cuda_timing import median_ms  # noqa: E402
+
 CASES = [(4, 16, 4096, 128), (2, 16, 8192, 128), (4, 16, 4096, 64), (1, 32, 16384, 128)]
 EXP2_CASES = [(4, 16, 4096, 64), (2, 16, 8192, 128)]
 EXP2_VARIANTS = [("mufu", 0.0), ("magic", 0.25), ("natural", 0.25), ("magic", 0.5), ("natural", 0.5)]
@@ -39,7 +41,7 @@ def exp2_bench(torch, fmha, args, gpu, date):
         flops = 4 * b * h * s * s * d
         base = None
         for impl, frac in EXP2_VARIANTS:
-            ms = _time_ms(torch, lambda: fmha.attention(q, k, v, exp2_on_fma=frac, exp2_impl=impl if frac else None), args.iters)
+            ms = median_ms(lambda: fmha.attention(q, k, v, exp2_on_fma=frac, exp2_impl=impl if frac else None), repeat=1, iters=args.iters)
             base = base or ms
             case = f"b{b}_h{h}_s{s}_d{d}_full"
             name = f"attention_exp2_{impl}_{frac:g}_{case}"  # `fmha_*` entries are the FA4 comparison
@@ -53,19 +55,6 @@ def exp2_bench(torch, fmha, args, gpu, date):
         del q, k, v
     (args.out / "fmha_exp2_bench.md").write_text("\n".join(md) + "\n")
     return results
-
-
-def _time_ms(torch, fn, iters):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / iters
 
 
 def main():
@@ -91,9 +80,9 @@ def main():
         qt, kt, vt = (t.transpose(1, 2).contiguous() for t in (q, k, v))
         for causal in (False, True):
             flops = 4 * b * h * s * s * d / (2 if causal else 1)
-            ours = _time_ms(torch, lambda: fmha.attention(q, k, v, causal=causal), args.iters)
+            ours = median_ms(lambda: fmha.attention(q, k, v, causal=causal), repeat=1, iters=args.iters)
             with sdpa_kernel([SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION]):
-                peer = _time_ms(torch, lambda: torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal), args.iters)
+                peer = median_ms(lambda: torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal), repeat=1, iters=args.iters)
             name = f"attention_vs_sdpa_b{b}_h{h}_s{s}_d{d}_{'causal' if causal else 'full'}"  # `fmha_*`: FA4 (fa4_compare.py)
             t_ours, t_peer = flops / ours / 1e9, flops / peer / 1e9
             results[name] = {

@@ -54,6 +54,7 @@ from cutlass._mlir import ir  # noqa: E402
 from cutlass._mlir.dialects import arith  # noqa: E402
 
 import lowering  # noqa: E402
+from cuda_timing import samples_ms  # noqa: E402
 
 THREADS = 256
 FORMS = ("native", "ptx", "asm")
@@ -486,18 +487,7 @@ def sass_part(torch, device, workdir: Path, results: dict, log, fake: bool = Fal
 # Part c: speed and CSE/hoisting
 # ---------------------------------------------------------------------------------
 def bench_ms(torch, fn, reps: int = 30, warmup: int = 3) -> dict:
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
+    times = sorted(samples_ms(fn, repeat=reps, warmup=warmup))
     return {"median_ms": times[len(times) // 2], "min_ms": times[0], "max_ms": times[-1]}
 
 
