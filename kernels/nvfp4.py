@@ -267,25 +267,27 @@ ALIGN_VALUES, ALIGN_CODES, ALIGN_SCALES = 16, 16, 4
 _TRACE_ADDRESS = 256  # compiling needs pointer values, not memory: any suitably aligned address
 
 
-def _pointer_args(value_type, values, codes, scales, global_scale):
-    """The kernels' pointer arguments from addresses (ints), in kernel order after the first."""
-    gmem = cute.AddressSpace.gmem
-    return (
-        make_ptr(value_type, values, gmem, assumed_align=ALIGN_VALUES),
-        make_ptr(cutlass.Uint32, codes, gmem, assumed_align=ALIGN_CODES),
-        make_ptr(cutlass.Uint8, scales, gmem, assumed_align=ALIGN_SCALES),
-        make_ptr(F32, global_scale, gmem, assumed_align=4),
-    )
+def _values_pointer(value_type, address: int):
+    return make_ptr(value_type, address, cute.AddressSpace.gmem, assumed_align=ALIGN_VALUES)
+
+
+def _f32_pointer(address: int):
+    return make_ptr(F32, address, cute.AddressSpace.gmem, assumed_align=4)
 
 
 def output_pointers(codes: int, scales: int, global_scale: int) -> tuple:
-    """Pointer arguments for another kernel's NVFP4 output (codes as u32, scale bytes, the f32 global scale)."""
+    """Pointer arguments for NVFP4 output, ours or another kernel's: codes as u32, scale bytes, the f32 global scale."""
     gmem = cute.AddressSpace.gmem
     return (
-        make_ptr(cutlass.Uint32, codes, gmem, assumed_align=8),
-        make_ptr(cutlass.Uint8, scales, gmem, assumed_align=1),
-        make_ptr(F32, global_scale, gmem, assumed_align=4),
+        make_ptr(cutlass.Uint32, codes, gmem, assumed_align=ALIGN_CODES),
+        make_ptr(cutlass.Uint8, scales, gmem, assumed_align=ALIGN_SCALES),
+        _f32_pointer(global_scale),
     )
+
+
+def _pointer_args(value_type, values: int, codes: int, scales: int, global_scale: int) -> tuple:
+    """The quantize/dequantize kernels' pointer arguments from addresses, values first."""
+    return (_values_pointer(value_type, values), *output_pointers(codes, scales, global_scale))
 
 
 def _stream_arg():
@@ -320,8 +322,8 @@ def compile_amax(in_dtype: str = "bfloat16", arch: str = "sm_90a"):
     """The compiled global-amax kernel (finite elements) for `in_dtype` and `arch`."""
     if in_dtype not in INPUT_TYPES:
         raise ValueError(f"input dtype must be one of {sorted(INPUT_TYPES)}, not {in_dtype!r}")
-    x, _, _, out = _pointer_args(INPUT_TYPES[in_dtype], *[_TRACE_ADDRESS] * 4)
-    return _build(_make_amax(), (x, out), arch, "auto")
+    pointers = (_values_pointer(INPUT_TYPES[in_dtype], _TRACE_ADDRESS), _f32_pointer(_TRACE_ADDRESS))
+    return _build(_make_amax(), pointers, arch, "auto")
 
 
 @functools.cache
@@ -401,10 +403,9 @@ def compute_global_scale(x):
     if fused and x.data_ptr() % ALIGN_VALUES == 0:
         amax = torch.zeros((), dtype=torch.float32, device=x.device)
         fn = compile_amax(names[x.dtype], arch_of(x.device))
-        gmem = cute.AddressSpace.gmem
         fn(
-            make_ptr(INPUT_TYPES[names[x.dtype]], x.data_ptr(), gmem, assumed_align=ALIGN_VALUES),
-            make_ptr(F32, amax.data_ptr(), gmem, assumed_align=4),
+            _values_pointer(INPUT_TYPES[names[x.dtype]], x.data_ptr()),
+            _f32_pointer(amax.data_ptr()),
             cutlass.Int32(x.numel()),
             _stream(torch, x.device),
         )

@@ -9,7 +9,6 @@ import functools
 import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
-from cutlass.cute.runtime import make_ptr
 
 import lowering
 from kernels import nvfp4
@@ -55,14 +54,6 @@ def _launcher(dtype, d: int, swizzled: bool):
 @functools.cache
 def compile_tile_quantizer(dtype_name: str, d: int, arch: str, swizzled: bool = True):
     dtype = nvfp4.INPUT_TYPES[dtype_name]
-    gmem = cute.AddressSpace.gmem
-    args = (
-        make_ptr(dtype, 256, gmem, assumed_align=16),
-        make_ptr(cutlass.Uint32, 256, gmem, assumed_align=16),
-        make_ptr(cutlass.Uint8, 256, gmem, assumed_align=4),
-        make_ptr(cutlass.Float32, 256, gmem, assumed_align=4),
-        cutlass.Int32(ROWS),
-        cuda.CUstream(0),
-    )
+    args = (*nvfp4._pointer_args(dtype, *[256] * 4), cutlass.Int32(ROWS), cuda.CUstream(0))
     with lowering.prelowering():
         return cute.compile(_launcher(dtype, d, swizzled), *args, options=f"--gpu-arch {arch}")
