@@ -11,14 +11,9 @@ import cutlass
 import cutlass.cute as cute
 from cutlass.cute.runtime import make_fake_compact_tensor
 
+from cute_kernels import THREADS, _index
+
 ELEMENTS = 1024
-THREADS = 128
-
-
-def _index():
-    tidx, _, _ = cute.arch.thread_idx()
-    bidx, _, _ = cute.arch.block_idx()
-    return bidx * THREADS + tidx
 
 
 @cute.kernel
