@@ -118,6 +118,15 @@ def _element_and_width(type_text: str) -> tuple[str, int]:
     return type_text.strip(), 1
 
 
+def _conversion_scalars(src_type: str, dst_type: str) -> tuple["_Scalar", "_Scalar", int]:
+    """(source scalar, destination scalar, lanes) of a conversion; both sides must have the same lanes."""
+    src_elem, width = _element_and_width(src_type)
+    dst_elem, dst_width = _element_and_width(dst_type)
+    if width != dst_width:
+        raise HostJitError(f"vector lengths differ: {src_type} -> {dst_type}")
+    return _scalar(src_elem), _scalar(dst_elem), width
+
+
 def _numpy_dtype(s: _Scalar, signed: bool) -> np.dtype:
     """The dtype handed back to the caller for results of type `s`."""
     if s.is_float and s.name not in NARROW_FLOATS:
@@ -142,11 +151,7 @@ def conversion_function_text(src_type: str, dst_type: str, *, op: str | None = N
     to integer fptosi. `rounding` (e.g. "upward") becomes truncf's rounding mode.
     Either type may be a vector (`vector<4xf32>`), both with the same length.
     """
-    src_elem, src_width = _element_and_width(src_type)
-    dst_elem, dst_width = _element_and_width(dst_type)
-    if src_width != dst_width:
-        raise HostJitError(f"vector lengths differ: {src_type} -> {dst_type}")
-    src, dst = _scalar(src_elem), _scalar(dst_elem)
+    src, dst, _ = _conversion_scalars(src_type, dst_type)
     if op is None:
         if src.is_float and dst.is_float:
             op = "arith.truncf" if dst.bits < src.bits or (dst.bits == src.bits and dst.name == "bf16") else "arith.extf"
@@ -314,11 +319,7 @@ def compile_function(func_text: str, src_type: str, dst_type: str, body_pipeline
     """
     from lowering.pipeline import run_pipeline  # late: keeps this module importable alone
 
-    src_elem, width = _element_and_width(src_type)
-    dst_elem, dst_width = _element_and_width(dst_type)
-    if width != dst_width:
-        raise HostJitError(f"vector lengths differ: {src_type} -> {dst_type}")
-    src, dst = _scalar(src_elem), _scalar(dst_elem)
+    src, dst, width = _conversion_scalars(src_type, dst_type)
     if signed_result is None:
         signed_result = "arith.fptosi" in func_text
     with ir.Context() as context:
