@@ -189,16 +189,44 @@ def _run_in_trace(owner, module, function_name: str) -> None:
     dump = os.environ.get(ENV_DUMP, "").strip()
     if dump:
         _dump(dump, function_name, arch, "before", module)
+    if not _verifies(module):
+        # The user's kernel traced to invalid IR. CuTeDSL verifies the module right after
+        # this hook and blames it in its own words, with the location; had our pipeline
+        # verified it, CuTeDSL would wrap our error as a failed hook ("a bug in the DSL").
+        # So the module goes back untouched: the same error as without the hook.
+        report.remarks = [Diagnostic("remark", "input IR does not verify: left to CuTeDSL's verifier, no pass ran")]
+        _finish(report, start)
+        return
     try:
         result = _parsed(text).run(module, SourceBuffer(function_name, ""))
     except LoweringError as e:
+        # The input verified, so this failure is ours: say so, and what to send us.
         raise PreloweringError(
-            [Diagnostic("error", f"prelowering of '{function_name}' for {arch} failed in pipeline {text}")]
+            [
+                Diagnostic(
+                    "error",
+                    f"cute-lowering's pipeline failed on '{function_name}' for {arch}: a bug in "
+                    f"cute-lowering (lowering/), not in your kernel nor in CuTeDSL. Please report it "
+                    f"to cute-lowering with the error below, the pipeline {text}, and the IR before "
+                    f"our passes (re-run with {ENV_DUMP}=<dir>: it writes <dir>/<function>.{arch}.before.mlir)",
+                )
+            ]
             + e.diagnostics
         ) from None
     _record(report, result)
     if dump:
         _dump(dump, function_name, arch, "after", module)
+    _finish(report, start)
+
+
+def _verifies(module) -> bool:
+    try:
+        return module.operation.verify()
+    except Exception:  # noqa: BLE001  (the bindings raise MLIRError on failure; any failure means "no")
+        return False
+
+
+def _finish(report: PreloweringReport, start: float) -> None:
     report.seconds = time.perf_counter() - start
     _reports.append(report)
     del _reports[:-_MAX_REPORTS]
