@@ -92,13 +92,27 @@ class NarrowFloat:
 
         Returns (midpoint, ties_up, code_above) for each pair of neighbouring finite
         values: a magnitude rounds to `code_above` or higher when it is above the
-        midpoint, or equal to it and `ties_up` (the upper neighbour's code is even).
+        midpoint, or equal to it and `ties_up` (see `nearest_tie_goes_up`).
         """
         codes = self.finite_codes()
         out = []
         for (low_code, low), (high_code, high) in zip(codes, codes[1:]):
-            out.append(((low + high) / 2, high_code % 2 == 0, high_code))
+            out.append(((low + high) / 2, self.nearest_tie_goes_up(low_code), high_code))
         return out
+
+    def nearest_tie_goes_up(self, low_code: int) -> bool:
+        """Whether a tie just above `low_code` goes up, in MLIR's `to_nearest_even`.
+
+        MLIR folds and defines `arith.truncf` with LLVM's APFloat, whose ties-to-even
+        keeps the lower neighbour when the last bit of its significand is 0. With
+        mantissa bits that bit is the code's lowest bit (the usual "even code"). E8M0
+        has none: its significand is the implicit leading 1 alone, always odd, so
+        every tie 1.5 * 2^k goes up (3.0 -> 4.0, 0.75 -> 1.0), as APFloat and
+        ml_dtypes give (`FloatAttr.get(f8E8M0FNU, 3.0)` is 4.0).
+        """
+        if self.mantissa_bits == 0:
+            return True
+        return low_code % 2 == 1
 
 
 E2M1 = NarrowFloat("f4E2M1FN", "e2m1", 2, 1, 1, True, ieee_specials=False, nan_all_ones=False)

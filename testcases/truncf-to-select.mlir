@@ -157,6 +157,24 @@ func.func @e8m0_upward(%x: f32) -> f8E8M0FNU {
 }
 
 // -----
+// E8M0 to-nearest-even, as MLIR's APFloat defines it: E8M0's significand is the
+// implicit 1 alone, so every tie 1.5 * 2^k goes up (3.0 -> 4.0): one unsigned
+// compare of the mantissa with the half (no "odd exponent" test), and for f32
+// denormals the tie 1.5 * 2^-127 (mantissa 0x600000) goes up to 2^-126 too.
+// CHECK-LABEL: func.func @e8m0_nearest
+// CHECK: %[[BITS:.*]] = arith.bitcast %arg0 : f32 to i32
+// CHECK: %[[MANT:.*]] = arith.andi %[[BITS]], %c8388607_i32
+// CHECK-NOT: arith.andi
+// CHECK: arith.cmpi uge, %[[MANT]], %c4194304_i32
+// CHECK: arith.cmpi ugt, %[[MANT]], %c6291455_i32
+// CHECK: arith.bitcast %{{.*}} : i8 to f8E8M0FNU
+// CHECK-NOT: arith.truncf
+func.func @e8m0_nearest(%x: f32) -> f8E8M0FNU {
+  %0 = arith.truncf %x to_nearest_even : f32 to f8E8M0FNU
+  return %0 : f8E8M0FNU
+}
+
+// -----
 // Other truncf ops are no candidates: no rewrite, no remark.
 // CHECK-LABEL: func.func @not_narrow
 // SM90-LABEL: func.func @not_narrow

@@ -26,18 +26,22 @@ and with NaN set apart) and `encode_exact` (integer arithmetic on the f32 bits).
 E8M0 (f8E8M0FNU: 8 exponent bits, bias 127, no sign, no mantissa, no zero, no inf;
 code c is 2^(c-127) for c in 0..254, 0xFF is NaN). Defined here as:
   * `upward` (what CuTeDSL emits for MX scale factors): 2^ceil(log2 x);
-  * `nearest` (round to nearest, ties to even): the tie 1.5*2^k between codes c and
-    c+1 goes to whichever code is even;
+  * `nearest` (MLIR's `to_nearest_even`, as LLVM's APFloat computes it): the nearest
+    power of two, and the tie 1.5*2^k goes UP to 2^(k+1): APFloat's ties-to-even
+    looks at the significand's last bit, which for E8M0 is the implicit leading 1
+    (no mantissa bits), always odd. Computed here from the value (f64 arithmetic on
+    the exact input), not from the f32 bit fields; checked against APFloat itself
+    (`FloatAttr.get`) in tests/test_references.py;
   * `downward` / `toward_zero` (the same on this unsigned format): 2^floor(log2 x);
   * NaN -> 0xFF;
   * x <= 2^-127, including +-0, f32 denormals up to 2^-127 and every negative
     number (and -inf), -> 0x00, the smallest value: there is no zero to give;
     f32 denormals above 2^-127 round as any other value would (upward: 0x01;
-    nearest: 0x01 above the tie 1.5*2^-127, 0x00 at or below it);
+    nearest: 0x01 from the tie 1.5*2^-127 up, 0x00 below it);
   * +inf and everything that would round above 2^127 -> 0xFE (satfinite).
-Plain ml_dtypes `float8_e8m0fnu` differs: ties go up (0.75 -> 0x7F, not the even
-0x7E: ml_dtypes rounds half away from zero); f32 denormals above 2^-127 all give
-0x01 (2^-126), so (2^-127, 1.5*2^-127) rounds up where nearest is 0x00; zero,
+Plain ml_dtypes `float8_e8m0fnu` rounds ties up too, but differs: f32 denormals
+above 2^-127 all give 0x01 (2^-126), so (2^-127, 1.5*2^-127) rounds up where nearest
+(and APFloat) is 0x00; zero,
 negatives and values that round above 2^127 (and +inf) give NaN 0xFF; it has no
 upward mode (against `upward` every non-power-of-two differs).
 
@@ -202,10 +206,15 @@ def encode_e8m0(x, rounding: str) -> np.ndarray:
         # positive x: 2^floor(log2 x); below 2^-127 there is nothing smaller: 0x00
         code = np.where(e == 0, 0, e)
     else:
-        # normal: below the midpoint 1.5 * 2^E stay, above go up, ties to the even code;
-        # denormal: neighbours 2^-127 (code 0) and 2^-126 (code 1), midpoint m = 0x600000
-        up = np.where(e == 0, (m > 0x600000), (m > 0x400000) | ((m == 0x400000) & (e % 2 == 1)))
-        code = np.where(e == 0, 0, e) + up
+        # From the value: x = f * 2^k with f in [0.5, 1) (frexp, exact in f64), so the
+        # powers of two around x are 2^(k-1) and 2^k, the midpoint 0.75 * 2^k; at or
+        # above it x goes to 2^k (ties up, APFloat), below it to 2^(k-1). Code of 2^j: j + 127.
+        with np.errstate(invalid="ignore"):  # NaN patterns: replaced below
+            v = np.abs(b.view(np.float32).astype(np.float64))
+            frac, k = np.frexp(np.where(np.isfinite(v), v, 1.0))
+        j = np.where(frac >= 0.75, k, k - 1)
+        code = np.where(v == 0, 0, np.clip(j + 127, 0, 0xFF))  # 0 and below 2^-127: 0x00
+        code = np.where(e == 255, 0xFF, code)  # +inf: saturated below
     code = np.minimum(code, 0xFE)  # satfinite, +inf included (e = 255, m = 0 -> 255/256)
     code = np.where(sign == 1, 0, code)  # negatives, -0, -inf -> the smallest value
     code = np.where((e == 255) & (m != 0), 0xFF, code)  # NaN, either sign
@@ -302,10 +311,7 @@ def ml_dtypes_disagreements(x, fmt, rounding: str | None = None, against=None) -
             if rounding not in (None, "nearest"):
                 classes["not a power of two (ml_dtypes rounds to nearest)"] = rest
             else:
-                b = x.view(np.uint32)
-                e, m = (b >> 23) & 0xFF, b & 0x7FFFFF
-                tie = np.where(e == 0, m == 0x600000, m == 0x400000)
-                classes["tie 1.5*2^k with odd upper code (ml_dtypes rounds ties up)"] = rest & tie
+                e = (x.view(np.uint32) >> 23) & 0xFF
                 classes["f32 denormal in (2^-127, 1.5*2^-127) (ml_dtypes: 0x01, rounds denormals up)"] = rest & (e == 0)
     else:
         top = float(ml_dtypes.finfo(f.ml_dtype).max)

@@ -50,12 +50,22 @@ Semantics: those of PTX `cvt.rn.satfinite.{e2m1x2,e4m3x2,e5m2x2}.f32` and
 
 | input         | E2M1 / E4M3 / E5M2 (round to nearest even)   | E8M0 (`upward`, or nearest even) |
 | ------------- | -------------------------------------------- | -------------------------------- |
-| finite        | nearest value, ties to the even code         | 2^ceil(log2 x) / nearest power   |
+| finite        | nearest value, ties to the even code         | 2^ceil(log2 x) / nearest power, ties up |
 | beyond max    | ±max finite (6, 448, 57344): satfinite       | 2^127 (0xFE)                     |
 | ±inf          | ±max finite (arith.truncf would give inf or poison) | +inf -> 0xFE               |
 | NaN           | E2M1: +6 (code 0x7; E2M1 has no NaN); FP8: 0x7F | 0xFF (NaN)                    |
 | -0, tiny < 0  | -0 (the sign is kept)                        | 0x00 (2^-127): no zero, no sign  |
 | f32 denormals | ±0 (they are far below the smallest value)   | by value (2^-127 is one)         |
+
+E8M0 nearest is MLIR's own `to_nearest_even`, that of LLVM's APFloat (which defines
+and folds `arith.truncf`): its ties-to-even keeps the lower neighbour only when the
+significand's last bit is 0, and E8M0's significand is the implicit leading 1 alone,
+so every tie 1.5 * 2^k goes up (3.0 -> 4.0, 0.75 -> 1.0, 1.5 * 2^-127 -> 2^-126).
+Where APFloat and this table part (read from APFloat.cpp and checked with
+`FloatAttr.get(f8E8M0FNU, x)`, tests/test_references.py): APFloat gives NaN (0xFF)
+beyond 2^127 and for +inf, where we saturate like the other formats; it gives 2^-127
+for ±0 and for everything below 2^-127, as we do; for a negative input it keeps a sign
+E8M0 cannot hold (an invalid value), where we give 0x00.
 
 `arith.truncf`'s own rounding is the op's `roundingmode` (default to-nearest-even):
 E2M1/E4M3/E5M2 accept only to-nearest-even; E8M0 accepts `upward` (what CuTeDSL
@@ -133,7 +143,7 @@ class TruncfToSelect(NarrowConversionPass):
         allowed = E8M0_ROUNDINGS if fmt is E8M0 else (NEAREST_EVEN,)
         if rounding not in allowed:
             raise Leave(f"rounding '{rounding}' to {fmt.mlir_name} is not supported (only {', '.join(allowed)})")
-        self.leave_if_native(fmt)
+        self.leave_if_native(fmt, op, rounding)
         return _Match(fmt, rounding)
 
     def rewrite(self, op: ir.OpView, m: _Match) -> list[ir.Value]:
@@ -273,7 +283,7 @@ def _nan_result(fmt: NarrowFloat) -> int:
 #   rather than 2^-127 (code 0, the smallest E8M0 value).
 _E8M0_DENORMAL_UP_ABOVE = {
     "upward": 0x400000,  # above 2^-127
-    NEAREST_EVEN: 0x600000,  # above the midpoint 1.5 * 2^-127 (the tie goes to code 0)
+    NEAREST_EVEN: 0x5FFFFF,  # at or above the midpoint 1.5 * 2^-127: ties go up (APFloat)
     "downward": 0x7FFFFF,  # never
     "toward_zero": 0x7FFFFF,
 }
@@ -289,10 +299,9 @@ def e8m0_by_exponent(lanes: Elementwise, x: ir.Value, rounding: str) -> ir.Value
     if rounding == "upward":
         up = arith.cmpi(i32.ne, mantissa, lanes.int(0))
     elif rounding == NEAREST_EVEN:
-        above_half = arith.cmpi(i32.ugt, mantissa, lanes.int(0x400000))
-        at_half = arith.cmpi(i32.eq, mantissa, lanes.int(0x400000))
-        odd = arith.cmpi(i32.ne, arith.andi(exponent, lanes.int(1)), lanes.int(0))
-        up = arith.ori(above_half, arith.andi(at_half, odd))
+        # At or above the midpoint 1.5 * 2^e: E8M0 has no mantissa bit, so APFloat's
+        # ties-to-even sends every tie up (`E8M0.nearest_tie_goes_up`, formats.py).
+        up = arith.cmpi(i32.uge, mantissa, lanes.int(0x400000))
     normal = exponent if up is None else arith.addi(exponent, lanes.zext(up))
     normal = arith.minui(normal, lanes.int(0xFE))  # satfinite: never the NaN code
 
