@@ -623,6 +623,73 @@ def resolve_path(path: str, arch: str, fma_cols: int = 0) -> str:
 # --- torch API ----------------------------------------------------------------------
 
 
+def check_attention_shapes(q, k, v, sink, softmax_scale, global_scale):
+    """The rules on types, dtypes, shapes and values (fake tensors too), first broken one raised."""
+    torch = torch_module()
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if q.dtype not in (torch.bfloat16, torch.float16):
+        raise TypeError(f"q must be bfloat16 or float16, got {q.dtype}")
+    if k.dtype != q.dtype or v.dtype != q.dtype:
+        raise TypeError(f"q, k, v must have one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.dim() != 4:
+            raise ValueError(f"{name} must be 4-D [B, S, H, D], got shape {tuple(t.shape)}")
+    bq, sq, hq, d = q.shape
+    bk, sk, hkv, dk = k.shape
+    if tuple(v.shape) != tuple(k.shape):
+        raise ValueError(f"k and v must have one shape, got {tuple(k.shape)} and {tuple(v.shape)}")
+    if bk != bq or dk != d:
+        raise ValueError(f"q {tuple(q.shape)} and k {tuple(k.shape)} must agree in batch and head dim")
+    if d not in HEAD_DIMS:
+        raise ValueError(f"head dim must be one of {HEAD_DIMS}, got {d}")
+    if hkv == 0 or hq % hkv:
+        raise ValueError(f"q heads ({hq}) must be a multiple of k/v heads ({hkv}) (MHA/GQA/MQA)")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not t.is_contiguous():
+            raise ValueError(f"{name} must be contiguous [B, S, H, D]; call .contiguous() first")
+    if max(q.numel(), k.numel(), bq * hq * sq) >= 2**31:
+        raise ValueError("tensors of 2^31 elements or more are not supported (32-bit indexing)")
+    if not (softmax_scale > 0 and math.isfinite(softmax_scale)):
+        raise ValueError(f"softmax_scale must be positive and finite, got {softmax_scale}")
+    if sink is not None:
+        if not isinstance(sink, torch.Tensor):
+            raise TypeError(f"sink must be a torch.Tensor [Hq], got {type(sink).__name__}")
+        if sink.dtype != torch.float32 or tuple(sink.shape) != (hq,):
+            raise ValueError(f"sink must be float32 of shape ({hq},), got {sink.dtype} {tuple(sink.shape)}")
+        if not sink.is_contiguous():
+            raise ValueError("sink must be contiguous; call .contiguous() first")
+    if global_scale is not None:
+        nvfp4._check_global_scale_shape(torch, global_scale)
+
+
+def check_attention_input(q, k, v, sink, softmax_scale, global_scale):
+    """Every rule of the attention launch on its tensors, with a message for the first one broken."""
+    check_attention_shapes(q, k, v, sink, softmax_scale, global_scale)
+    extra = (("sink", sink),) if sink is not None else ()
+    extra += (("global_scale", global_scale),) if global_scale is not None else ()
+    for name, t in (("q", q), ("k", k), ("v", v)) + extra:
+        if t.device.type != "cuda":
+            raise ValueError(f"{name} must be on a CUDA device, got {t.device}")
+    if any(t.device != q.device for _, t in (("k", k), ("v", v)) + extra):
+        raise ValueError("q, k, v (and sink, global_scale) must be on one device")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.data_ptr() % 16:
+            raise ValueError(f"{name} must be 16-byte aligned")
+
+
+def check_attention_options(path: str, exp2_on_fma, exp2_impl, arch: str):
+    """The build options against each other and the arch (raises on a bad one)."""
+    cols = _fma_cols(EXP2_FMA_FRACTION if exp2_on_fma is None else exp2_on_fma)  # checks the range
+    if exp2_impl is not None and exp2_impl not in EXP2_FMA_IMPLS:
+        raise ValueError(f"exp2_impl must be one of {EXP2_FMA_IMPLS}, not {exp2_impl!r}")
+    resolve_path(path, arch, cols)
+
+
+_OUT_FORMATS = ("bf16", "nvfp4", "bfloat16", "fp16", "float16")
+
+
 def attention(
     q,
     k,
@@ -653,104 +720,41 @@ def attention(
     score exp2s computed on the FMA units (0..1, default EXP2_FMA_FRACTION = 0: all MUFU);
     exp2_impl: "natural" or "magic" (default EXP2_FMA_IMPL), see compile_attention.
     path: "auto" (wgmma on sm_90a, mma_sync elsewhere), "mma_sync" or "wgmma".
+    The ops `cute_lowering::attention` / `attention_nvfp4` (kernels/ops.py).
     """
-    torch = torch_module()
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    names = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
-    if q.dtype not in names:
-        raise TypeError(f"q must be bfloat16 or float16, got {q.dtype}")
-    if k.dtype != q.dtype or v.dtype != q.dtype:
-        raise TypeError(f"q, k, v must have one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
-    formats = {"bf16": None, "nvfp4": None, "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16}
-    if out_format not in formats:
-        raise ValueError(f"out_format must be one of {sorted(formats)}, not {out_format!r}")
+    if out_format not in _OUT_FORMATS:
+        raise ValueError(f"out_format must be one of {sorted(_OUT_FORMATS)}, not {out_format!r}")
     if global_scale is not None and out_format != "nvfp4":
         raise ValueError("global_scale is for out_format='nvfp4' only")
-    if formats[out_format] is not None and formats[out_format] != q.dtype:
-        raise ValueError(f"out_format {out_format!r} must match the input dtype {q.dtype} (no conversion)")
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if t.dim() != 4:
-            raise ValueError(f"{name} must be 4-D [B, S, H, D], got shape {tuple(t.shape)}")
-    bq, sq, hq, d = q.shape
-    bk, sk, hkv, dk = k.shape
-    if tuple(v.shape) != tuple(k.shape):
-        raise ValueError(f"k and v must have one shape, got {tuple(k.shape)} and {tuple(v.shape)}")
-    if bk != bq or dk != d:
-        raise ValueError(f"q {tuple(q.shape)} and k {tuple(k.shape)} must agree in batch and head dim")
-    if d not in HEAD_DIMS:
-        raise ValueError(f"head dim must be one of {HEAD_DIMS}, got {d}")
-    if hkv == 0 or hq % hkv:
-        raise ValueError(f"q heads ({hq}) must be a multiple of k/v heads ({hkv}) (MHA/GQA/MQA)")
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not t.is_contiguous():
-            raise ValueError(f"{name} must be contiguous [B, S, H, D]; call .contiguous() first")
-    if max(q.numel(), k.numel(), bq * hq * sq) >= 2**31:
-        raise ValueError("tensors of 2^31 elements or more are not supported (32-bit indexing)")
     if not isinstance(window, (tuple, list)) or len(window) != 2:
         raise ValueError(f"window must be a pair (left, right), got {window!r}")
-    if softmax_scale is None:
-        softmax_scale = 1.0 / math.sqrt(d)
-    softmax_scale = float(softmax_scale)
-    if not (softmax_scale > 0 and math.isfinite(softmax_scale)):
-        raise ValueError(f"softmax_scale must be positive and finite, got {softmax_scale}")
-    if sink is not None:
-        if not isinstance(sink, torch.Tensor):
-            raise TypeError(f"sink must be a torch.Tensor [Hq], got {type(sink).__name__}")
-        if sink.dtype != torch.float32 or tuple(sink.shape) != (hq,):
-            raise ValueError(f"sink must be float32 of shape ({hq},), got {sink.dtype} {tuple(sink.shape)}")
-    for name, t in (("q", q), ("k", k), ("v", v)) + ((("sink", sink),) if sink is not None else ()):
-        if t.device.type != "cuda":
-            raise ValueError(f"{name} must be on a CUDA device, got {t.device}")
-    if k.device != q.device or v.device != q.device or (sink is not None and sink.device != q.device):
-        raise ValueError("q, k, v (and sink) must be on one device")
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if t.data_ptr() % 16:
-            raise ValueError(f"{name} must be 16-byte aligned")
-    left, right = _normalize_window(causal, window)
-    fma_frac = EXP2_FMA_FRACTION if exp2_on_fma is None else exp2_on_fma
-    cols = _fma_cols(fma_frac)  # checks the range
-    if exp2_impl is not None and exp2_impl not in EXP2_FMA_IMPLS:
-        raise ValueError(f"exp2_impl must be one of {EXP2_FMA_IMPLS}, not {exp2_impl!r}")
-    nvfp4_out = out_format == "nvfp4"
-    arch = arch_of(q.device)
-    resolve_path(path, arch, cols)  # checks the path against the arch
+    from kernels import ops  # torch, imported on first use
 
-    lse = torch.empty((bq, hq, sq), dtype=torch.float32, device=q.device)
-    if nvfp4_out:
+    torch = ops.torch
+    if out_format in ("bfloat16", "fp16", "float16"):
+        wanted = torch.bfloat16 if out_format == "bfloat16" else torch.float16
+        if isinstance(q, torch.Tensor) and q.dtype != wanted:
+            raise ValueError(f"out_format {out_format!r} must match the input dtype {q.dtype} (no conversion)")
+    left, right = _normalize_window(causal, window)
+    if softmax_scale is None:
+        softmax_scale = 1.0 / math.sqrt(q.shape[-1]) if isinstance(q, torch.Tensor) else 1.0
+    softmax_scale = float(softmax_scale)
+    if out_format == "nvfp4":
         if global_scale is None:
+            if not isinstance(v, torch.Tensor):
+                check_attention_shapes(q, k, v, sink, softmax_scale, None)
             global_scale = nvfp4.compute_global_scale(v)
-        global_scale = nvfp4._check_global_scale(torch, global_scale, q.device).reshape(()).contiguous()
-        codes = torch.empty((bq, sq, hq, d // 2), dtype=torch.uint8, device=q.device)
-        scales = torch.empty((bq, sq, hq, d // 16), dtype=torch.uint8, device=q.device)
-        out = None
-        outputs = (codes.data_ptr(), scales.data_ptr(), global_scale.data_ptr())
+        elif isinstance(global_scale, (int, float)):
+            global_scale = nvfp4._check_global_scale(torch, global_scale, q.device)
+        if ops.direct(q, k, v, sink, global_scale):
+            codes, scales, lse = ops.attention_nvfp4_impl(q, k, v, sink, global_scale, softmax_scale, left, right, path, exp2_on_fma, exp2_impl)
+        else:
+            codes, scales, lse = ops.attention_nvfp4(q, k, v, sink, global_scale, softmax_scale, left, right, path, exp2_on_fma, exp2_impl)
+        out = (codes, scales, global_scale.reshape(()) if global_scale.dim() else global_scale)
+    elif ops.direct(q, k, v, sink):
+        out, lse = ops.attention_impl(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma, exp2_impl)
     else:
-        out = torch.empty_like(q)
-        outputs = (lse.data_ptr(),) * 3  # never read: the epilogue stores O itself
-    if q.numel():
-        if sink is not None:
-            sink = sink.contiguous()
-        fn = compile_attention(
-            names[q.dtype], d, causal, (left, right), sink is not None, arch, fma_frac, exp2_impl, path=path, out_format=out_format
-        )
-        dt = DTYPES[names[q.dtype]]
-        gmem = cute.AddressSpace.gmem
-        fn(
-            make_ptr(dt, q.data_ptr(), gmem, assumed_align=16),
-            make_ptr(dt, k.data_ptr(), gmem, assumed_align=16),
-            make_ptr(dt, v.data_ptr(), gmem, assumed_align=16),
-            make_ptr(dt, (out if out is not None else q).data_ptr(), gmem, assumed_align=16),
-            make_ptr(F32, lse.data_ptr(), gmem, assumed_align=4),
-            make_ptr(F32, (sink if sink is not None else lse).data_ptr(), gmem, assumed_align=4),
-            *nvfp4.output_pointers(*outputs),
-            I32(bq), I32(sq), I32(sk), I32(hq), I32(hkv),
-            F32(softmax_scale * LOG2E), I32(left), I32(right),
-            cuda.CUstream(torch.cuda.current_stream(q.device).cuda_stream),
-        )  # fmt: skip
-    if nvfp4_out:
-        out = (codes, scales.view(torch.float8_e4m3fn), global_scale)
+        out, lse = ops.attention(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma, exp2_impl)
     return (out, lse) if return_lse else out
 
 

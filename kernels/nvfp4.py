@@ -139,12 +139,22 @@ def quantize_tile_rows(tile, codes, scales, rows_valid, gs, inv_gs, tidx, thread
         scale_bytes[row, col] = sf
 
 
-def _make_quantize(variant: str, per_thread: int):
+GLOBAL_SCALE_NUMERATOR = 448.0 * 6.0  # E4M3 max * E2M1 max: the global scale is this / amax
+
+
+def _make_quantize(variant: str, per_thread: int, scale_from_amax: bool = False):
+    """The quantize kernel; with `scale_from_amax`, `g` holds amax(|x|) and the kernel derives the global scale.
+
+    That variant computes 448*6/amax (1 when amax is 0; IEEE division, as the torch
+    formula in `compute_global_scale`) in every thread and CTA 0's thread 0 writes it
+    to `g_out`: quantize with the global scale computed is then amax + quantize, two
+    launches, instead of amax, five small torch ops and quantize.
+    """
     to_e2m1 = e2m1_fptosi if variant == "fptosi" else e2m1_plain
     step = THREADS * per_thread
 
     @cute.kernel
-    def quantize_kernel(x: cute.Tensor, q: cute.Tensor, s: cute.Tensor, g: cute.Tensor):
+    def quantize_kernel(x: cute.Tensor, q: cute.Tensor, s: cute.Tensor, g: cute.Tensor, g_out: cute.Tensor):
         # tile: x as [16, blocks]; codes as [2 x u32, blocks]; scales as [blocks] of E4M3
         xb = cute.zipped_divide(x, (BLOCK,))
         qb = cute.zipped_divide(q, (2,))
@@ -154,6 +164,12 @@ def _make_quantize(variant: str, per_thread: int):
         bidx, _, _ = cute.arch.block_idx()
         first = bidx * step + tidx
         gs = g[0]
+        if cutlass.const_expr(scale_from_amax):
+            amax = gs
+            gs = cutlass.select_(amax > F32(0.0), F32(GLOBAL_SCALE_NUMERATOR) / amax, F32(1.0))
+            if bidx == 0:
+                if tidx == 0:
+                    g_out[0] = gs
         inv_gs = F32(1.0) / gs
         if bidx * step + step <= blocks:
             # whole tile in range: load every block first, then compute and store
@@ -175,11 +191,21 @@ def _make_quantize(variant: str, per_thread: int):
     def quantize(x: cute.Pointer, q: cute.Pointer, s: cute.Pointer, g: cute.Pointer, n: cutlass.Int32, stream: cuda.CUstream):
         blocks = n // BLOCK
         grid = (blocks + step - 1) // step
-        quantize_kernel(*_flat_tensors((x, n), (q, n // 8), (s, blocks), (g, 1))).launch(
+        quantize_kernel(*_flat_tensors((x, n), (q, n // 8), (s, blocks), (g, 1), (g, 1))).launch(
             grid=(grid, 1, 1), block=(THREADS, 1, 1), stream=stream
         )
 
-    return quantize
+    @cute.jit
+    def quantize_scale_from_amax(
+        x: cute.Pointer, q: cute.Pointer, s: cute.Pointer, amax: cute.Pointer, g_out: cute.Pointer, n: cutlass.Int32, stream: cuda.CUstream
+    ):
+        blocks = n // BLOCK
+        grid = (blocks + step - 1) // step
+        quantize_kernel(*_flat_tensors((x, n), (q, n // 8), (s, blocks), (amax, 1), (g_out, 1))).launch(
+            grid=(grid, 1, 1), block=(THREADS, 1, 1), stream=stream
+        )
+
+    return quantize_scale_from_amax if scale_from_amax else quantize
 
 
 def _make_dequantize(out_type):
@@ -294,19 +320,37 @@ def _stream_arg():
     return cuda.CUstream(0)
 
 
-def _build(fn, args, arch: str, pipeline: str):
-    opts = f"--gpu-arch {arch}" if arch else None
+# With `tvm_ffi=True` a build is called through CuTeDSL's TVM-FFI convention: addresses
+# as Python ints, the element count as an int, the stream as an int handle (see
+# kernels/ops.py, the torch ops' launch path); without it, through `cute.Pointer`s
+# (`make_ptr`), `Int32` and a `CUstream` as below (`quantize_arguments`).
+TVM_FFI_OPTION = "--enable-tvm-ffi"
+
+
+def _build(fn, args, arch: str, pipeline: str, tvm_ffi: bool = False):
+    opts = " ".join(([f"--gpu-arch {arch}"] if arch else []) + ([TVM_FFI_OPTION] if tvm_ffi else []))
     with lowering.prelowering(pipeline):
         return cute.compile(fn, *args, cutlass.Int32(BLOCK), _stream_arg(), **({"options": opts} if opts else {}))
 
 
 @functools.cache
-def compile_quantize(in_dtype: str = "bfloat16", arch: str = "sm_90a", variant: str = "plain", per_thread: int = BLOCKS_PER_THREAD):
+def compile_quantize(
+    in_dtype: str = "bfloat16",
+    arch: str = "sm_90a",
+    variant: str = "plain",
+    per_thread: int = BLOCKS_PER_THREAD,
+    *,
+    tvm_ffi: bool = False,
+    scale_from_amax: bool = False,
+):
     """The compiled quantize kernel for `in_dtype` ('bfloat16', 'float16', 'float32') and `arch`.
 
     `variant`: "plain" (`.to(Float4E2M1FN)`) or "fptosi" (the comparison build).
     `per_thread`: 16-element blocks per thread (the tuning knob, overridable for
-    measurements). Works without a GPU for any arch.
+    measurements). `scale_from_amax`: the build that takes amax(|x|) and writes the
+    global scale it derives (arguments x, q, s, amax, global_scale_out, n, stream).
+    `tvm_ffi`: the TVM-FFI calling convention (see TVM_FFI_OPTION). Works without a
+    GPU for any arch.
     """
     if in_dtype not in INPUT_TYPES:
         raise ValueError(f"input dtype must be one of {sorted(INPUT_TYPES)}, not {in_dtype!r}")
@@ -314,41 +358,59 @@ def compile_quantize(in_dtype: str = "bfloat16", arch: str = "sm_90a", variant: 
         raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
     pipeline = fptosi_pipeline(arch) if variant == "fptosi" else "auto"
     x, q, s, g = _pointer_args(INPUT_TYPES[in_dtype], *[_TRACE_ADDRESS] * 4)
-    return _build(_make_quantize(variant, per_thread), (x, q, s, g), arch, pipeline)
+    pointers = (x, q, s, g, _f32_pointer(_TRACE_ADDRESS)) if scale_from_amax else (x, q, s, g)
+    return _build(_make_quantize(variant, per_thread, scale_from_amax), pointers, arch, pipeline, tvm_ffi)
 
 
 @functools.cache
-def compile_amax(in_dtype: str = "bfloat16", arch: str = "sm_90a"):
+def compile_amax(in_dtype: str = "bfloat16", arch: str = "sm_90a", *, tvm_ffi: bool = False):
     """The compiled global-amax kernel (finite elements) for `in_dtype` and `arch`."""
     if in_dtype not in INPUT_TYPES:
         raise ValueError(f"input dtype must be one of {sorted(INPUT_TYPES)}, not {in_dtype!r}")
     pointers = (_values_pointer(INPUT_TYPES[in_dtype], _TRACE_ADDRESS), _f32_pointer(_TRACE_ADDRESS))
-    return _build(_make_amax(), pointers, arch, "auto")
+    return _build(_make_amax(), pointers, arch, "auto", tvm_ffi)
 
 
 @functools.cache
-def compile_dequantize(out_dtype: str = "bfloat16", arch: str = "sm_90a"):
+def compile_dequantize(out_dtype: str = "bfloat16", arch: str = "sm_90a", *, tvm_ffi: bool = False):
     if out_dtype not in OUTPUT_TYPES:
         raise ValueError(f"output dtype must be one of {sorted(OUTPUT_TYPES)}, not {out_dtype!r}")
     y, q, s, g = _pointer_args(OUTPUT_TYPES[out_dtype], *[_TRACE_ADDRESS] * 4)
-    return _build(_make_dequantize(OUTPUT_TYPES[out_dtype]), (q, s, g, y), arch, "auto")
+    return _build(_make_dequantize(OUTPUT_TYPES[out_dtype]), (q, s, g, y), arch, "auto", tvm_ffi)
 
 
 # --- torch API ----------------------------------------------------------------------
+# The public functions below call the torch ops of kernels/ops.py (their CUDA impls
+# directly in eager mode); the checks here are the full ones, with messages, that the
+# ops' launch path runs only when its one-expression check fails.
 
 
 def quantize_arguments(x, packed, scales, global_scale) -> tuple:
-    """The compiled quantize's arguments for torch tensors (pointers and the element count)."""
+    """The direct (non-TVM-FFI) build's arguments for torch tensors: pointers and the element count."""
     value_type = INPUT_TYPES[str(x.dtype).removeprefix("torch.")]
     pointers = _pointer_args(value_type, x.data_ptr(), packed.data_ptr(), scales.data_ptr(), global_scale.data_ptr())
     return (*pointers, cutlass.Int32(x.numel()))
 
 
 def dequantize_arguments(packed, scales, global_scale, out) -> tuple:
-    """The compiled dequantize's arguments for torch tensors (pointers and the element count)."""
+    """The direct (non-TVM-FFI) build's arguments for torch tensors: pointers and the element count."""
     value_type = OUTPUT_TYPES[str(out.dtype).removeprefix("torch.")]
     y, q, s, g = _pointer_args(value_type, out.data_ptr(), packed.data_ptr(), scales.data_ptr(), global_scale.data_ptr())
     return (q, s, g, y, cutlass.Int32(out.numel()))
+
+
+def _stream(torch, device):
+    return cuda.CUstream(torch.cuda.current_stream(device).cuda_stream)
+
+
+def _ops():
+    from kernels import ops  # torch, imported on first use
+
+    return ops
+
+
+def _value_dtype_name(torch, dtype):
+    return {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}.get(dtype)
 
 
 def _check_aligned(name, t, align: int):
@@ -356,17 +418,11 @@ def _check_aligned(name, t, align: int):
         raise ValueError(f"{name} must start at a {align}-byte aligned address (a fresh tensor does); got a view at offset {t.data_ptr() % align}")
 
 
-def _stream(torch, device):
-    return cuda.CUstream(torch.cuda.current_stream(device).cuda_stream)
-
-
-def _check_cuda_2d(torch, name, t):
+def _check_2d(torch, name, t):
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
     if t.dim() != 2:
         raise ValueError(f"{name} must be 2-D [M, K], got shape {tuple(t.shape)}")
-    if not t.is_contiguous():
-        raise ValueError(f"{name} must be contiguous (row-major); call .contiguous() first")
 
 
 def _check_device(name, t):
@@ -374,81 +430,144 @@ def _check_device(name, t):
         raise ValueError(f"{name} must be on a CUDA device, got {t.device}")
 
 
-def _check_global_scale(torch, global_scale, device):
-    """A float32 one-element tensor on `device` (a Python number is moved there)."""
-    if isinstance(global_scale, (int, float)) and not isinstance(global_scale, bool):
-        return torch.tensor(float(global_scale), dtype=torch.float32, device=device)
+def _check_global_scale_shape(torch, global_scale):
     if not isinstance(global_scale, torch.Tensor):
         raise TypeError(f"global_scale must be a float32 torch.Tensor with one element, got {type(global_scale).__name__}")
     if global_scale.dtype != torch.float32 or global_scale.numel() != 1:
         raise ValueError(
             f"global_scale must be a float32 tensor with one element, got {global_scale.dtype} of shape {tuple(global_scale.shape)}"
         )
+
+
+def _check_global_scale(torch, global_scale, device):
+    """A float32 one-element tensor on `device` (a Python number is moved there)."""
+    if isinstance(global_scale, (int, float)) and not isinstance(global_scale, bool):
+        return torch.tensor(float(global_scale), dtype=torch.float32, device=device)
+    _check_global_scale_shape(torch, global_scale)
     if global_scale.device != device:
         raise ValueError(f"global_scale must be on {device}, got {global_scale.device}")
     return global_scale
 
 
+def check_quantize_shapes(x, global_scale, variant: str = "plain", scale_given: bool = False):
+    """The rules on types, dtypes and shapes (fake tensors too): x [M, K], K % 16 == 0, contiguous."""
+    torch = torch_module()
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+    if _value_dtype_name(torch, x.dtype) is None:
+        raise TypeError(f"x must be bfloat16, float16 or float32, got {x.dtype}")
+    _check_2d(torch, "x", x)
+    m, k = x.shape
+    if k % BLOCK:
+        raise ValueError(f"K (x.shape[1] = {k}) must be a multiple of {BLOCK}")
+    if not x.is_contiguous():
+        raise ValueError("x must be contiguous (row-major); call .contiguous() first")
+    if m * k >= 2**31:
+        raise ValueError(f"x has {m * k} elements; at most 2^31 - 1 are supported (32-bit indexing)")
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
+    if global_scale is not None or scale_given:
+        _check_global_scale_shape(torch, global_scale)
+
+
+def check_quantize_input(x, global_scale, variant: str = "plain", scale_given: bool = False):
+    """Every rule of the quantize launch, with a message for the first one broken."""
+    check_quantize_shapes(x, global_scale, variant, scale_given)
+    _check_device("x", x)
+    if global_scale is not None and global_scale.device != x.device:
+        raise ValueError(f"global_scale must be on {x.device}, got {global_scale.device}")
+    _check_aligned("x", x, ALIGN_VALUES)
+
+
+def check_dequantize_shapes(packed, scales, global_scale, dtype):
+    torch = torch_module()
+    if _value_dtype_name(torch, dtype) is None:
+        raise TypeError(f"dtype must be bfloat16, float16 or float32, got {dtype}")
+    _check_2d(torch, "packed", packed)
+    _check_2d(torch, "scales", scales)
+    if packed.dtype != torch.uint8:
+        raise TypeError(f"packed must be uint8, got {packed.dtype}")
+    if scales.dtype not in (torch.float8_e4m3fn, torch.uint8):
+        raise TypeError(f"scales must be float8_e4m3fn (or its uint8 bits), got {scales.dtype}")
+    m, half = packed.shape
+    if half % (BLOCK // 2) or tuple(scales.shape) != (m, half * 2 // BLOCK):
+        raise ValueError(
+            f"shapes do not match: packed {tuple(packed.shape)} needs scales ({m}, {half * 2 // BLOCK}) "
+            f"and K = {half * 2} a multiple of {BLOCK}; got scales {tuple(scales.shape)}"
+        )
+    for name, t in (("packed", packed), ("scales", scales)):
+        if not t.is_contiguous():
+            raise ValueError(f"{name} must be contiguous (row-major); call .contiguous() first")
+    if 2 * packed.numel() >= 2**31:
+        raise ValueError(f"the output would have {2 * packed.numel()} elements; at most 2^31 - 1 are supported")
+    _check_global_scale_shape(torch, global_scale)
+
+
+def check_dequantize_input(packed, scales, global_scale, dtype):
+    """Every rule of the dequantize launch, with a message for the first one broken."""
+    check_dequantize_shapes(packed, scales, global_scale, dtype)
+    _check_device("packed", packed)
+    if packed.device != scales.device:
+        raise ValueError(f"packed and scales must be on one device, got {packed.device} and {scales.device}")
+    if global_scale.device != packed.device:
+        raise ValueError(f"global_scale must be on {packed.device}, got {global_scale.device}")
+    _check_aligned("packed", packed, ALIGN_CODES)
+    _check_aligned("scales", scales, ALIGN_SCALES)
+
+
 def compute_global_scale(x):
     """448 * 6 / amax(|x|) over the finite elements (1 when that is 0), as a 0-d f32 tensor on x's device.
 
-    On a CUDA tensor whose elements split into 16-element blocks (any `quantize()`
-    input) the amax is one CuTeDSL kernel reading x once; otherwise torch ops.
+    The op `cute_lowering::nvfp4_global_scale` (see `compute_global_scale_eager`).
     """
+    ops = _ops()
+    return ops.nvfp4_global_scale_impl(x) if ops.direct(x) else ops.nvfp4_global_scale(x)
+
+
+def compute_global_scale_eager(x):
+    """compute_global_scale's work: on a CUDA tensor whose elements split into 16-element
+    blocks the amax is one CuTeDSL kernel reading x once; otherwise torch ops."""
     torch = torch_module()
     if x.numel() == 0:
         return torch.ones((), dtype=torch.float32, device=x.device)
-    names = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
-    fused = x.device.type == "cuda" and x.dtype in names and x.is_contiguous() and x.numel() % BLOCK == 0
+    name = _value_dtype_name(torch, x.dtype)
+    fused = x.device.type == "cuda" and name is not None and x.is_contiguous() and x.numel() % BLOCK == 0
     if fused and x.data_ptr() % ALIGN_VALUES == 0:
         amax = torch.zeros((), dtype=torch.float32, device=x.device)
-        fn = compile_amax(names[x.dtype], arch_of(x.device))
-        fn(
-            _values_pointer(INPUT_TYPES[names[x.dtype]], x.data_ptr()),
-            _f32_pointer(amax.data_ptr()),
-            cutlass.Int32(x.numel()),
-            _stream(torch, x.device),
-        )
+        _ops().amax_into(x, amax)
     else:
         a = x.detach().abs().float()
         amax = torch.where(torch.isfinite(a), a, torch.zeros((), device=a.device)).amax()
     # IEEE division (tensor / tensor; `2688.0 / amax` would be a reciprocal and a multiply),
     # and device-side constants: a Python scalar tensor would be a synchronous copy
-    return torch.where(amax > 0, torch.full_like(amax, 448.0 * 6.0) / amax, torch.ones_like(amax))
+    return torch.where(amax > 0, torch.full_like(amax, GLOBAL_SCALE_NUMERATOR) / amax, torch.ones_like(amax))
 
 
 def quantize(x, global_scale=None, swizzle: bool = False, *, variant: str = "plain"):
     """[M, K] bf16/fp16/fp32 CUDA tensor -> (packed uint8 [M, K//2], scales float8_e4m3fn [M, K//16], global f32 0-d).
 
     `global_scale`: a float32 tensor of one element on x's device, or None to compute
-    448*6/amax(|x|) on the device (no host sync). `swizzle=True` returns the scales in
-    the 128x4 tile layout Blackwell's block-scaled GEMMs read (`swizzle_scales`).
-    `variant="fptosi"`: the comparison build.
+    448*6/amax(|x|) on the device (no host sync; the quantize kernel derives it from the
+    amax). `swizzle=True` returns the scales in the 128x4 tile layout Blackwell's
+    block-scaled GEMMs read (`swizzle_scales`). `variant="fptosi"`: the comparison build.
+    The ops `cute_lowering::nvfp4_quantize` / `nvfp4_quantize_computing_scale`.
     """
-    torch = torch_module()
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
-    names = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
-    if x.dtype not in names:
-        raise TypeError(f"x must be bfloat16, float16 or float32, got {x.dtype}")
-    _check_cuda_2d(torch, "x", x)
-    m, k = x.shape
-    if k % BLOCK:
-        raise ValueError(f"K (x.shape[1] = {k}) must be a multiple of {BLOCK}")
-    if m * k >= 2**31:
-        raise ValueError(f"x has {m * k} elements; at most 2^31 - 1 are supported (32-bit indexing)")
-    _check_device("x", x)
+    ops = _ops()
     if global_scale is None:
-        global_scale = compute_global_scale(x)
-    global_scale = _check_global_scale(torch, global_scale, x.device)
-    global_scale = global_scale.reshape(()).contiguous()
-    packed = torch.empty((m, k // 2), dtype=torch.uint8, device=x.device)
-    scales = torch.empty((m, k // BLOCK), dtype=torch.uint8, device=x.device)
-    if m * k:
-        _check_aligned("x", x, ALIGN_VALUES)
-        fn = compile_quantize(names[x.dtype], arch_of(x.device), variant)
-        fn(*quantize_arguments(x, packed, scales, global_scale), _stream(torch, x.device))
-    scales = scales.view(torch.float8_e4m3fn)
+        if ops.direct(x):
+            packed, scales, global_scale = ops.quantize_computing_scale_impl(x, variant)
+        else:
+            packed, scales, global_scale = ops.nvfp4_quantize_computing_scale(x, variant)
+    else:
+        if isinstance(global_scale, (int, float)):
+            check_quantize_shapes(x, None, variant)
+            global_scale = _check_global_scale(ops.torch, global_scale, x.device)
+        if ops.direct(x, global_scale):
+            packed, scales = ops.quantize_impl(x, global_scale, variant)
+        else:
+            packed, scales = ops.nvfp4_quantize(x, global_scale, variant)
+        if global_scale.dim():
+            global_scale = global_scale.reshape(())
     return packed, (swizzle_scales(scales) if swizzle else scales), global_scale
 
 
@@ -477,32 +596,16 @@ def swizzle_scales(scales):
 
 
 def dequantize(packed, scales, global_scale, dtype=None):
-    """(packed uint8 [M, K//2], scales float8_e4m3fn [M, K//16], global f32) -> [M, K] of `dtype` (bf16 default)."""
-    torch = torch_module()
-    dtype = torch.bfloat16 if dtype is None else dtype
-    names = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
-    if dtype not in names:
-        raise TypeError(f"dtype must be bfloat16, float16 or float32, got {dtype}")
-    _check_cuda_2d(torch, "packed", packed)
-    _check_cuda_2d(torch, "scales", scales)
-    if packed.dtype != torch.uint8:
-        raise TypeError(f"packed must be uint8, got {packed.dtype}")
-    if scales.dtype not in (torch.float8_e4m3fn, torch.uint8):
-        raise TypeError(f"scales must be float8_e4m3fn (or its uint8 bits), got {scales.dtype}")
-    m, half = packed.shape
-    if half % (BLOCK // 2) or tuple(scales.shape) != (m, half * 2 // BLOCK):
-        raise ValueError(
-            f"shapes do not match: packed {tuple(packed.shape)} needs scales ({m}, {half * 2 // BLOCK}) "
-            f"and K = {half * 2} a multiple of {BLOCK}; got scales {tuple(scales.shape)}"
-        )
-    _check_device("packed", packed)
-    if packed.device != scales.device:
-        raise ValueError(f"packed and scales must be on one device, got {packed.device} and {scales.device}")
-    global_scale = _check_global_scale(torch, global_scale, packed.device)
-    out = torch.empty((m, half * 2), dtype=dtype, device=packed.device)
-    if out.numel():
-        _check_aligned("packed", packed, ALIGN_CODES)
-        _check_aligned("scales", scales, ALIGN_SCALES)
-        fn = compile_dequantize(names[dtype], arch_of(packed.device))
-        fn(*dequantize_arguments(packed, scales, global_scale.reshape(1).contiguous(), out), _stream(torch, packed.device))
-    return out
+    """(packed uint8 [M, K//2], scales float8_e4m3fn [M, K//16], global f32) -> [M, K] of `dtype` (bf16 default).
+
+    The op `cute_lowering::nvfp4_dequantize`; a Python number as `global_scale` is moved to the device.
+    """
+    ops = _ops()
+    dtype = ops.torch.bfloat16 if dtype is None else dtype
+    if isinstance(global_scale, (int, float)):
+        check_dequantize_shapes(packed, scales, ops.torch.ones((), dtype=ops.torch.float32), dtype)
+        _check_device("packed", packed)
+        global_scale = _check_global_scale(ops.torch, global_scale, packed.device)
+    if ops.direct(packed, scales, global_scale):
+        return ops.dequantize_impl(packed, scales, global_scale, dtype)
+    return ops.nvfp4_dequantize(packed, scales, global_scale, dtype)

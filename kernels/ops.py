@@ -1,0 +1,425 @@
+"""The kernels as torch ops: `torch.ops.cute_lowering.*`, with fake impls, over a lean launch path.
+
+    packed, scales = torch.ops.cute_lowering.nvfp4_quantize(x, global_scale)
+    packed, scales, global_scale = torch.ops.cute_lowering.nvfp4_quantize_computing_scale(x)
+    y = torch.ops.cute_lowering.nvfp4_dequantize(packed, scales, global_scale, torch.bfloat16)
+    global_scale = torch.ops.cute_lowering.nvfp4_global_scale(x)
+    out, lse = torch.ops.cute_lowering.attention(q, k, v, sink, softmax_scale, left, right)
+    codes, scales, lse = torch.ops.cute_lowering.attention_nvfp4(q, k, v, sink, global_scale, softmax_scale, left, right)
+
+Each op is a `torch.library.custom_op` with a fake impl that gives the exact output
+shapes and dtypes and applies the same shape/dtype rules as the CUDA impl, so
+`torch.compile(fullgraph=True)` traces a model that calls them without a graph break,
+and wrong shapes fail while tracing. The public functions (`kernels.nvfp4.quantize`,
+`dequantize`, `compute_global_scale`, `kernels.fmha.attention`) call the ops while torch
+compiles (or for tensor subclasses: fake, functional) and the ops' CUDA impls directly
+otherwise: the dispatcher's custom-op wrapper costs ~15 us a call on the CI machine,
+as much as the rest of the call. One implementation either way.
+
+The launch path, per call: a dict lookup for the compiled callable (per dtype, shape
+class, device; the arch is the device's, looked up once), the input rules as one
+boolean expression of cheap tensor attributes (the full checks, with their messages,
+run only when it fails or on a cache miss), output allocation, and one call of the
+compiled function through CuTeDSL's TVM-FFI convention: addresses, sizes and the
+stream handle as Python ints, decoded in C. No host synchronisation (global scales
+stay on the device), torch's current stream, so the calls are CUDA-graph capturable.
+
+Adding a kernel: a `compile_*` in its module (built with `tvm_ffi=True`), a launcher
+here (`_launcher`), an impl, the op and its fake impl.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from kernels import fmha, nvfp4
+from kernels.torch_device import arch_of
+
+_F32 = torch.float32
+_U8 = torch.uint8
+_E4M3 = torch.float8_e4m3fn
+VALUE_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
+ATTENTION_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
+_BLOCK = nvfp4.BLOCK
+_MAX_ELEMENTS = 2**31  # 32-bit indexing in the kernels
+
+
+# --- compiled callables, once per key --------------------------------------------------
+_LAUNCHERS: dict = {}
+
+
+def _launcher(key, compile_fn):
+    """The TVM-FFI function of `compile_fn()`, built on the first call for `key`.
+
+    The raw `tvm_ffi.Function` is called, not CuTeDSL's wrapper around it: the wrapper
+    re-walks the arguments in Python to convert pointer objects, and ours are ints.
+    The compiled object stays referenced here (it owns the loaded module).
+    """
+    compiled = compile_fn()
+    raw = compiled.__tvm_ffi_object__() if hasattr(compiled, "__tvm_ffi_object__") else compiled
+    if raw is None:
+        raise RuntimeError(f"internal error: {key} was compiled without a TVM-FFI function (a build for another arch?)")
+    import tvm_ffi
+
+    call = raw if type(raw) is tvm_ffi.Function else _bound_ffi_call(raw)
+    _LAUNCHERS[key] = (call, compiled)
+    return call
+
+
+def _bound_ffi_call(fn):
+    """tvm_ffi.Function's own __call__ on a subclass instance that overrides it in Python."""
+    import functools
+
+    import tvm_ffi
+
+    return functools.partial(tvm_ffi.Function.__call__, fn)
+
+
+def clear_launch_cache():
+    """Forget every launcher: after changing a kernel module's tuning knobs by hand."""
+    _LAUNCHERS.clear()
+
+
+_DEVICE_ARCH: dict = {}
+
+
+def _arch(index: int) -> str:
+    arch = _DEVICE_ARCH.get(index)
+    if arch is None:
+        arch = _DEVICE_ARCH[index] = arch_of(torch.device("cuda", index))
+    return arch
+
+
+def _stream(index: int) -> int:
+    """torch's current stream on device `index`, as the raw handle the kernels take."""
+    return torch._C._cuda_getCurrentRawStream(index)
+
+
+# --- NVFP4 -----------------------------------------------------------------------------
+def _quantize_ok(x, gs, variant) -> bool:
+    """The quantize input rules in one expression (the full checks say which one failed)."""
+    return (
+        type(x) is Tensor
+        and (gs is None or type(gs) is Tensor)
+        and (variant == "plain" or variant == "fptosi")
+        and x.is_cuda
+        and x.dtype in VALUE_DTYPES
+        and x.dim() == 2
+        and x.is_contiguous()
+        and x.shape[1] % _BLOCK == 0
+        and x.numel() < _MAX_ELEMENTS
+        and x.data_ptr() % nvfp4.ALIGN_VALUES == 0
+        and (gs is None or (gs.dtype == _F32 and gs.numel() == 1 and gs.get_device() == x.get_device()))
+    )
+
+
+def _quantize_launch(x, variant: str, scale_from_amax: bool):
+    key = ("quantize", x.dtype, x.get_device(), variant, scale_from_amax)
+    entry = _LAUNCHERS.get(key)
+    if entry is not None:
+        return entry[0]
+    arch = _arch(x.get_device())
+    return _launcher(key, lambda: nvfp4.compile_quantize(VALUE_DTYPES[x.dtype], arch, variant, tvm_ffi=True, scale_from_amax=scale_from_amax))
+
+
+def _amax_launch(x):
+    key = ("amax", x.dtype, x.get_device())
+    entry = _LAUNCHERS.get(key)
+    if entry is not None:
+        return entry[0]
+    arch = _arch(x.get_device())
+    return _launcher(key, lambda: nvfp4.compile_amax(VALUE_DTYPES[x.dtype], arch, tvm_ffi=True))
+
+
+def quantize_impl(x: Tensor, global_scale: Tensor, variant: str = "plain") -> tuple[Tensor, Tensor]:
+    """x [M, K] -> (packed uint8 [M, K/2], scales float8_e4m3fn [M, K/16]) with a given global scale."""
+    if global_scale is None or not _quantize_ok(x, global_scale, variant):
+        nvfp4.check_quantize_input(x, global_scale, variant, scale_given=True)
+    m, k = x.shape
+    packed = x.new_empty((m, k // 2), dtype=_U8)
+    scales = x.new_empty((m, k // _BLOCK), dtype=_E4M3)
+    if m * k:
+        device = x.get_device()
+        _quantize_launch(x, variant, False)(
+            x.data_ptr(), packed.data_ptr(), scales.data_ptr(), global_scale.data_ptr(), m * k, _stream(device)
+        )
+    return packed, scales
+
+
+def quantize_computing_scale_impl(x: Tensor, variant: str = "plain") -> tuple[Tensor, Tensor, Tensor]:
+    """x [M, K] -> (packed, scales, global scale f32 0-d = 448*6/amax(|x|) over the finite values, 1 if 0).
+
+    Two launches: the amax kernel, then the quantize build that derives the global scale
+    from the amax and writes it out (no torch ops in between).
+    """
+    if not _quantize_ok(x, None, variant):
+        nvfp4.check_quantize_input(x, None, variant)
+    m, k = x.shape
+    packed = x.new_empty((m, k // 2), dtype=_U8)
+    scales = x.new_empty((m, k // _BLOCK), dtype=_E4M3)
+    if not m * k:
+        return packed, scales, x.new_ones((), dtype=_F32)
+    amax = x.new_zeros((), dtype=_F32)
+    global_scale = x.new_empty((), dtype=_F32)
+    device = x.get_device()
+    stream = _stream(device)
+    _amax_launch(x)(x.data_ptr(), amax.data_ptr(), m * k, stream)
+    _quantize_launch(x, variant, True)(
+        x.data_ptr(), packed.data_ptr(), scales.data_ptr(), amax.data_ptr(), global_scale.data_ptr(), m * k, stream
+    )
+    return packed, scales, global_scale
+
+
+def dequantize_impl(packed: Tensor, scales: Tensor, global_scale: Tensor, dtype: torch.dtype) -> Tensor:
+    """(packed uint8 [M, K/2], scales e4m3/uint8 [M, K/16], global f32) -> [M, K] of `dtype`."""
+    ok = (
+        type(packed) is Tensor
+        and type(scales) is Tensor
+        and type(global_scale) is Tensor
+        and dtype in VALUE_DTYPES
+        and packed.is_cuda
+        and packed.dtype == _U8
+        and (scales.dtype == _E4M3 or scales.dtype == _U8)
+        and packed.dim() == 2
+        and scales.dim() == 2
+        and packed.is_contiguous()
+        and scales.is_contiguous()
+        and packed.shape[1] % (_BLOCK // 2) == 0
+        and scales.shape[0] == packed.shape[0]
+        and scales.shape[1] * (_BLOCK // 2) == packed.shape[1]
+        and 2 * packed.numel() < _MAX_ELEMENTS
+        and scales.get_device() == packed.get_device()
+        and global_scale.dtype == _F32
+        and global_scale.numel() == 1
+        and global_scale.get_device() == packed.get_device()
+        and packed.data_ptr() % nvfp4.ALIGN_CODES == 0
+        and scales.data_ptr() % nvfp4.ALIGN_SCALES == 0
+    )
+    if not ok:
+        nvfp4.check_dequantize_input(packed, scales, global_scale, dtype)
+    m, half = packed.shape
+    out = packed.new_empty((m, 2 * half), dtype=dtype)
+    if out.numel():
+        device = packed.get_device()
+        key = ("dequantize", dtype, device)
+        entry = _LAUNCHERS.get(key)
+        if entry is not None:
+            launch = entry[0]
+        else:
+            arch = _arch(device)
+            launch = _launcher(key, lambda: nvfp4.compile_dequantize(VALUE_DTYPES[dtype], arch, tvm_ffi=True))
+        launch(packed.data_ptr(), scales.data_ptr(), global_scale.data_ptr(), out.data_ptr(), out.numel(), _stream(device))
+    return out
+
+
+# --- attention -------------------------------------------------------------------------
+def _attention_ok(q, k, v, sink, softmax_scale, global_scale) -> bool:
+    """The attention input rules in one expression (fmha.check_attention_input says which one failed)."""
+    if not (type(q) is Tensor and type(k) is Tensor and type(v) is Tensor):
+        return False
+    if not (q.dim() == 4 and k.dim() == 4 and q.is_cuda and q.dtype in ATTENTION_DTYPES):
+        return False
+    b, sq, hq, d = q.shape
+    _, _, hkv, _ = k.shape
+    device = q.get_device()
+    return (
+        k.dtype == q.dtype
+        and v.dtype == q.dtype
+        and k.shape == v.shape
+        and k.shape[0] == b
+        and k.shape[3] == d
+        and d in fmha.HEAD_DIMS
+        and hkv > 0
+        and hq % hkv == 0
+        and k.get_device() == device
+        and v.get_device() == device
+        and q.is_contiguous()
+        and k.is_contiguous()
+        and v.is_contiguous()
+        and q.numel() < _MAX_ELEMENTS
+        and k.numel() < _MAX_ELEMENTS
+        and b * hq * sq < _MAX_ELEMENTS
+        and (q.data_ptr() | k.data_ptr() | v.data_ptr()) % 16 == 0
+        and 0.0 < softmax_scale < math.inf
+        and (
+            sink is None
+            or (type(sink) is Tensor and sink.dtype == _F32 and sink.shape == (hq,) and sink.get_device() == device and sink.is_contiguous())
+        )
+        and (
+            global_scale is None
+            or (type(global_scale) is Tensor and global_scale.dtype == _F32 and global_scale.numel() == 1 and global_scale.get_device() == device)
+        )
+    )
+
+
+def _attention_launch(q, has_sink, left, right, path, exp2_on_fma, exp2_impl, nvfp4_out):
+    """The launcher for one shape class; on a miss the options are checked against the arch first."""
+    d = q.shape[3]
+    device = q.get_device()
+    arch = _arch(device)
+    # the wgmma path's tile choice (its knobs' current values) is part of the key: a knob
+    # sweep that edits them between calls gets the kernel it asked for
+    config = fmha.fmha_sm90.config_for(d, left >= 0, right >= 0) if path != "mma_sync" and arch in fmha.fmha_sm90.ARCHS else None
+    key = ("attention", q.dtype, d, device, left >= 0, right >= 0, has_sink, path, exp2_on_fma, exp2_impl, nvfp4_out, config)
+    entry = _LAUNCHERS.get(key)
+    if entry is not None:
+        return entry[0]
+    fmha.check_attention_options(path, exp2_on_fma, exp2_impl, arch)
+    out_format = "nvfp4" if nvfp4_out else "bf16"
+    return _launcher(
+        key,
+        lambda: fmha.compile_attention(
+            ATTENTION_DTYPES[q.dtype], d, False, (left, right), has_sink, arch, exp2_on_fma, exp2_impl,
+            options=nvfp4.TVM_FFI_OPTION, path=path, out_format=out_format,
+        ),
+    )  # fmt: skip
+
+
+def _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma, exp2_impl, global_scale):
+    if not _attention_ok(q, k, v, sink, softmax_scale, global_scale):
+        fmha.check_attention_input(q, k, v, sink, softmax_scale, global_scale)
+    b, sq, hq, d = q.shape
+    _, sk, hkv, _ = k.shape
+    launch = _attention_launch(q, sink is not None, left, right, path, exp2_on_fma, exp2_impl, global_scale is not None)
+    lse = q.new_empty((b, hq, sq), dtype=_F32)
+    if global_scale is not None:
+        codes = q.new_empty((b, sq, hq, d // 2), dtype=_U8)
+        scales = q.new_empty((b, sq, hq, d // _BLOCK), dtype=_E4M3)
+        out = None
+        outputs = (codes.data_ptr(), scales.data_ptr(), global_scale.data_ptr())
+    else:
+        out = torch.empty_like(q)
+        outputs = (lse.data_ptr(),) * 3  # never read: the epilogue stores O itself
+    if q.numel():
+        lse_ptr = lse.data_ptr()
+        launch(
+            q.data_ptr(), k.data_ptr(), v.data_ptr(), (q if out is None else out).data_ptr(), lse_ptr,
+            lse_ptr if sink is None else sink.data_ptr(), *outputs,
+            b, sq, sk, hq, hkv, softmax_scale * fmha.LOG2E, left, right, _stream(q.get_device()),
+        )  # fmt: skip
+    return (out, lse) if global_scale is None else (codes, scales, lse)
+
+
+def attention_impl(
+    q: Tensor, k: Tensor, v: Tensor, sink: Optional[Tensor], softmax_scale: float, window_left: int, window_right: int,
+    path: str = "auto", exp2_on_fma: Optional[float] = None, exp2_impl: Optional[str] = None,
+) -> tuple[Tensor, Tensor]:  # fmt: skip
+    """(out [B, Sq, Hq, D], lse [B, Hq, Sq] f32); window sides -1 = unbounded (causal: right = 0)."""
+    return _attention_run(q, k, v, sink, softmax_scale, window_left, window_right, path, exp2_on_fma, exp2_impl, None)
+
+
+def attention_nvfp4_impl(
+    q: Tensor, k: Tensor, v: Tensor, sink: Optional[Tensor], global_scale: Tensor, softmax_scale: float, window_left: int,
+    window_right: int, path: str = "auto", exp2_on_fma: Optional[float] = None, exp2_impl: Optional[str] = None,
+) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
+    """(codes uint8 [B, Sq, Hq, D/2], scales e4m3 [B, Sq, Hq, D/16], lse): O quantized by the epilogue."""
+    if type(global_scale) is not Tensor:
+        fmha.check_attention_input(q, k, v, sink, softmax_scale, global_scale)
+    return _attention_run(q, k, v, sink, softmax_scale, window_left, window_right, path, exp2_on_fma, exp2_impl, global_scale)
+
+
+# --- the ops -----------------------------------------------------------------------------
+NAMESPACE = "cute_lowering"
+
+
+@torch.library.custom_op(f"{NAMESPACE}::nvfp4_quantize", mutates_args=())
+def nvfp4_quantize(x: Tensor, global_scale: Tensor, variant: str = "plain") -> tuple[Tensor, Tensor]:
+    return quantize_impl(x, global_scale, variant)
+
+
+@nvfp4_quantize.register_fake
+def _(x, global_scale, variant="plain"):
+    nvfp4.check_quantize_shapes(x, global_scale, variant)
+    m, k = x.shape
+    return x.new_empty((m, k // 2), dtype=_U8), x.new_empty((m, k // _BLOCK), dtype=_E4M3)
+
+
+@torch.library.custom_op(f"{NAMESPACE}::nvfp4_quantize_computing_scale", mutates_args=())
+def nvfp4_quantize_computing_scale(x: Tensor, variant: str = "plain") -> tuple[Tensor, Tensor, Tensor]:
+    return quantize_computing_scale_impl(x, variant)
+
+
+@nvfp4_quantize_computing_scale.register_fake
+def _(x, variant="plain"):
+    nvfp4.check_quantize_shapes(x, None, variant)
+    m, k = x.shape
+    return x.new_empty((m, k // 2), dtype=_U8), x.new_empty((m, k // _BLOCK), dtype=_E4M3), x.new_empty((), dtype=_F32)
+
+
+@torch.library.custom_op(f"{NAMESPACE}::nvfp4_dequantize", mutates_args=())
+def nvfp4_dequantize(packed: Tensor, scales: Tensor, global_scale: Tensor, dtype: torch.dtype) -> Tensor:
+    return dequantize_impl(packed, scales, global_scale, dtype)
+
+
+@nvfp4_dequantize.register_fake
+def _(packed, scales, global_scale, dtype):
+    nvfp4.check_dequantize_shapes(packed, scales, global_scale, dtype)
+    m, half = packed.shape
+    return packed.new_empty((m, 2 * half), dtype=dtype)
+
+
+@torch.library.custom_op(f"{NAMESPACE}::nvfp4_global_scale", mutates_args=())
+def nvfp4_global_scale(x: Tensor) -> Tensor:
+    return nvfp4.compute_global_scale_eager(x)
+
+
+@nvfp4_global_scale.register_fake
+def _(x):
+    return x.new_empty((), dtype=_F32)
+
+
+@torch.library.custom_op(f"{NAMESPACE}::attention", mutates_args=())
+def attention(
+    q: Tensor, k: Tensor, v: Tensor, sink: Optional[Tensor], softmax_scale: float, window_left: int, window_right: int,
+    path: str = "auto", exp2_on_fma: Optional[float] = None, exp2_impl: Optional[str] = None,
+) -> tuple[Tensor, Tensor]:  # fmt: skip
+    return attention_impl(q, k, v, sink, softmax_scale, window_left, window_right, path, exp2_on_fma, exp2_impl)
+
+
+@attention.register_fake
+def _(q, k, v, sink, softmax_scale, window_left, window_right, path="auto", exp2_on_fma=None, exp2_impl=None):
+    fmha.check_attention_shapes(q, k, v, sink, softmax_scale, None)
+    b, sq, hq, _ = q.shape
+    return torch.empty_like(q), q.new_empty((b, hq, sq), dtype=_F32)
+
+
+@torch.library.custom_op(f"{NAMESPACE}::attention_nvfp4", mutates_args=())
+def attention_nvfp4(
+    q: Tensor, k: Tensor, v: Tensor, sink: Optional[Tensor], global_scale: Tensor, softmax_scale: float, window_left: int,
+    window_right: int, path: str = "auto", exp2_on_fma: Optional[float] = None, exp2_impl: Optional[str] = None,
+) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
+    return attention_nvfp4_impl(q, k, v, sink, global_scale, softmax_scale, window_left, window_right, path, exp2_on_fma, exp2_impl)
+
+
+@attention_nvfp4.register_fake
+def _(q, k, v, sink, global_scale, softmax_scale, window_left, window_right, path="auto", exp2_on_fma=None, exp2_impl=None):
+    fmha.check_attention_shapes(q, k, v, sink, softmax_scale, global_scale)
+    b, sq, hq, d = q.shape
+    return (
+        q.new_empty((b, sq, hq, d // 2), dtype=_U8),
+        q.new_empty((b, sq, hq, d // _BLOCK), dtype=_E4M3),
+        q.new_empty((b, hq, sq), dtype=_F32),
+    )
+
+
+# --- what the public functions call -------------------------------------------------------
+def direct(*tensors) -> bool:
+    """Whether to call an impl directly: plain tensors outside torch.compile (else the op)."""
+    if torch.compiler.is_compiling():
+        return False
+    for t in tensors:
+        if type(t) is not Tensor and isinstance(t, Tensor):
+            return False
+    return True  # plain tensors, None, or non-tensors (the impl's checks name those)
+
+
+def amax_into(x: Tensor, amax: Tensor) -> None:
+    """max |x| over the finite elements into `amax` (f32, zeroed by the caller): one kernel."""
+    _amax_launch(x)(x.data_ptr(), amax.data_ptr(), x.numel(), _stream(x.get_device()))
+
+
+nvfp4_global_scale_impl = nvfp4.compute_global_scale_eager
