@@ -12,6 +12,8 @@ written from its source, never from the pass's output:
   whose predicate or bounds differ between the threads the collective needs; for the
   alloc-without-dealloc case, the branch that skips the dealloc). The TMEM rule cases
   (nCols, the dealloc address) have no diverging condition and mark none;
+- `expect="warning"`: the collective sits under a condition read from memory; the issue
+  asks for a "may diverge" warning there, never an error (same marks);
 - `expect="ok"`: no error (warnings, "may diverge", are counted, not failed).
 
 Each kernel takes `(dst, n)`: `dst` a 4096-float tensor it writes something to, `n` an
@@ -49,8 +51,8 @@ CONDITION_MARK = "# <- diverges"
 class Case:
     name: str
     arch: str  # the target it is compiled for: "sm_90a" (also runs on the H200) or "sm_100a"
-    expect: str  # "error" or "ok"
-    op: str | None  # the IR op an error must name (None for "ok")
+    expect: str  # "error", "warning" (may diverge: data-dependent) or "ok"
+    op: str | None  # the IR op the diagnostic must name (None for "ok")
     kernel: object  # the @cute.kernel
     block: int  # threads per CTA
     grid: int
@@ -83,6 +85,13 @@ def planted(name: str, arch: str, op: str, why: str, block: int = 128, grid: int
     return _register(name, arch, "error", op, why, block, grid)
 
 
+def data_dependent(name: str, arch: str, op: str, why: str, block: int = 128, grid: int = 2):
+    """Register a kernel whose collective sits under a condition read from memory: the
+    issue asks for "may diverge", a warning, never an error (the analysis cannot know
+    the values)."""
+    return _register(name, arch, "warning", op, why, block, grid)
+
+
 def correct(name: str, arch: str, why: str, block: int = 128, grid: int = 2):
     """Register a near-miss: the same collective, reached by all the threads it needs."""
     return _register(name, arch, "ok", None, why, block, grid)
@@ -93,7 +102,7 @@ def _register(name, arch, expect, op, why, block, grid):
         plain = getattr(kernel, "_dsl_object", None)
         func = getattr(plain, "func", None) or kernel
         file, collective, condition = _marked_lines(func)
-        if expect == "error" and collective is None:
+        if expect != "ok" and collective is None:
             raise ValueError(f"{name}: a planted case marks its collective (and its condition, if one diverges)")
         if name in CASES:
             raise ValueError(f"{name} registered twice")
@@ -245,7 +254,7 @@ def _barrier_after_block_exit(dst: cute.Tensor, n: Int32):
         dst[bidx * 128 + tidx] = dst[bidx * 128 + 127 - tidx]
 
 
-@planted("barrier_under_loaded_value", "sm_90a", "nvvm.barrier", "sync_threads() under a value each thread loads from its own address")
+@data_dependent("barrier_under_loaded_value", "sm_90a", "nvvm.barrier", "sync_threads() under a value each thread loads from its own address")
 @cute.kernel
 def _barrier_under_loaded_value(dst: cute.Tensor, n: Int32):
     tidx, _, _ = cute.arch.thread_idx()

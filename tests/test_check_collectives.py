@@ -5,7 +5,9 @@ with a located error that names the collective's IR op at the line marked
 `# <- collective`, and points (in the message or a note) at the line marked
 `# <- diverges`. Every correct near-miss must compile inside it with no error, and the
 analysis must not even warn on one unless the kernel's condition reads memory (the
-only "may diverge" the corpus allows, marked "may warn" in its description).
+only "may diverge" the corpus allows, marked "may warn" in its description). A
+collective under a value each thread loads from its own address must get the issue's
+"may diverge" warning, not an error.
 
 The expectations come from the kernels' source (the marks), never from the pass's
 output. Each case is traced once (IR with line info, shared by the tests); the hook
@@ -26,6 +28,7 @@ from collective_kernels import CASES, compile_case, fake_arguments, launcher
 from lowering.mlir import new_context, parse_module
 
 PLANTED = sorted(name for name, case in CASES.items() if case.expect == "error")
+DATA_DEPENDENT = sorted(name for name, case in CASES.items() if case.expect == "warning")
 CORRECT = sorted(name for name, case in CASES.items() if case.expect == "ok")
 MAY_WARN = "may warn"  # in a correct case's description: its condition reads memory
 
@@ -43,13 +46,17 @@ class _Traced(Exception):
 
 @functools.cache
 def traced_ir(name: str) -> str:
-    """The module CuTeDSL hands the hook for this case, printed with its locations."""
+    """The module CuTeDSL hands the hook for this case, printed with its locations.
+
+    In the generic op form: CuTeDSL 4.8.1's own `CUTE_DSL_KEEP=ir-debug` dump with line
+    info does not parse back (`nvvm.barrier loc(#locN)`: the op's custom parser takes
+    the location for its optional reduction attribute)."""
     import cutlass.cute as cute
 
     case = CASES[name]
 
     def capture(_owner, module, _name):
-        raise _Traced(module.operation.get_asm(enable_debug_info=True))
+        raise _Traced(module.operation.get_asm(enable_debug_info=True, print_generic_op_form=True))
 
     try:
         cute.compile(
@@ -82,11 +89,11 @@ def _points_at(diagnostic, line: int) -> bool:
     return any(_at(note, line) for note in diagnostic.notes) or f"collective_kernels.py:{line}" in diagnostic.message
 
 
-def _matching_error(errors: list, name: str):
+def _matching_error(errors: list, name: str, severity: str = "error"):
     case = CASES[name]
-    found = [d for d in errors if d.severity == "error" and _at(d, case.collective_line) and case.op in d.message]
+    found = [d for d in errors if d.severity == severity and _at(d, case.collective_line) and case.op in d.message]
     assert found, (
-        f"{name}: no error naming {case.op} at line {case.collective_line}; got:\n"
+        f"{name}: no {severity} naming {case.op} at line {case.collective_line}; got:\n"
         + "\n".join(d.format() for d in errors)
     )
     if case.condition_line is not None:
@@ -103,6 +110,16 @@ def test_planted_collective_is_a_located_error_through_the_hook(name):
         with lowering.prelowering(check="collectives"):
             compile_case(CASES[name])
     _matching_error(raised.value.diagnostics, name)
+
+
+@pytest.mark.parametrize("name", DATA_DEPENDENT)
+def test_data_dependent_condition_is_a_may_diverge_warning(name):
+    found = analyse(name)
+    assert not [d for d in found if d.severity == "error"], "\n".join(d.format() for d in found)
+    warning = _matching_error(found, name, severity="warning")
+    assert "may diverge" in warning.message
+    with lowering.prelowering(check="collectives"):
+        compile_case(CASES[name])  # a warning does not stop the compile
 
 
 @pytest.mark.parametrize("name", CORRECT)
