@@ -133,3 +133,41 @@ def execution_engine():
     from cutlass._mlir import execution_engine as engine
 
     return engine.ExecutionEngine
+
+
+@functools.cache
+def _cute_value_casters() -> tuple:
+    """(typeid, caster) for CuTeDSL's wrappers of CuTe and vector values (tensors, layouts,
+    pointers, ...). Their constructors build ops (`cute.get_iter`): merely reading such a
+    value from an analysed module would insert IR into it."""
+    import cutlass._mlir.dialects.cute as cute_ir
+    import cutlass._mlir.dialects.cute_nvgpu as cute_nvgpu_ir
+    from cutlass._mlir_helpers.vector import Vector
+    from cutlass.cute import core, tensor
+
+    return (
+        (cute_ir.MemRefType.get_static_typeid(), tensor._Tensor),
+        (cute_ir.CoordTensorType.get_static_typeid(), tensor._Tensor),
+        (cute_nvgpu_ir.SmemDescViewType.get_static_typeid(), tensor._Tensor),
+        (cute_ir.SwizzleType.get_static_typeid(), core.Swizzle),
+        (cute_ir.LayoutType.get_static_typeid(), core._Layout),
+        (cute_ir.ComposedLayoutType.get_static_typeid(), core._ComposedLayout),
+        (cute_ir.PtrType.get_static_typeid(), core._Pointer),
+        (cute_ir.SparseElemType.get_static_typeid(), core.SparseElem),
+        (ir.VectorType.static_typeid, Vector),
+    )
+
+
+@contextlib.contextmanager
+def inert_values():
+    """`plain_values`, for every value CuTeDSL wraps: what an analysis reading a whole
+    kernel needs (it meets tensors, layouts and pointers, not only scalars)."""
+    casters = _cute_value_casters()
+    with plain_values():
+        for typeid, _ in casters:
+            ir.register_value_caster(typeid, replace=True)(_plain)
+        try:
+            yield
+        finally:
+            for typeid, caster in casters:
+                ir.register_value_caster(typeid, replace=True)(caster)

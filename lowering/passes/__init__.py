@@ -2,6 +2,7 @@
 
 from lowering.passes import (  # noqa: F401
     bitcast_to_ptx,
+    check_collectives,
     extf_to_select,
     fptosi_to_ptx,
     fptosi_to_select,

@@ -1,0 +1,157 @@
+"""Which IR ops are collectives, at what scope, and the PTX each becomes: data, with its evidence.
+
+Whether an op is collective is a fact about how CuTeDSL 4.8.1 lowers it, not about its
+name. Each entry was read off the PTX CuTeDSL emits for it (compiled with no GPU,
+`CUTE_DSL_ARCH=sm_90a`/`sm_100a`, `lowering.cutedsl.compile_ir`); `evidence` says where.
+The PTX ISA's rule behind each: an instruction with `.sync.aligned` (or `.sync` with a
+member mask) must be executed by every thread of its group, together; `bar.sync` /
+`barrier.sync.aligned` by every thread the barrier counts.
+
+- `scope`: the group every member of which must execute the op together.
+- `mask_operand`: the operand holding a member mask (shfl/vote/redux/match/bar.warp):
+  the lanes it names are the group, so a mask of the lanes that reach the op is legal.
+- `count_operand`: a named barrier's thread count: the group is the warps that reach it
+  (the count is checked against them).
+- `elect`: the op lowers to `elect.sync` + the instruction, so the whole warp is a
+  party to it although one thread issues the hardware op (CuTeDSL's `elect_one`
+  docstring warns about the same thing).
+- `atom`: for `cute.copy` / `cute.gemm`, a substring of the copy/MMA atom type that
+  selects the entry (the op name alone says nothing).
+
+Per-thread ops, on purpose absent from `COLLECTIVES` (one thread may issue them): the
+mbarrier ops (`nvvm.mbarrier.init/arrive/arrive.expect_tx/try_wait`), `nvvm.tcgen05.commit`,
+`cute.copy` with a TMA *store* atom (`cp.async.bulk.tensor` with no `elect.sync`),
+`nvvm.cp.async.bulk.*`, fences.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from lowering.analysis.uniformity import Scope
+
+
+@dataclass(frozen=True)
+class Collective:
+    op: str  # IR op name
+    scope: Scope
+    ptx: str  # what it becomes
+    evidence: str
+    atom: str | None = None  # cute.copy/cute.gemm: substring of the atom type (first operand)
+    mask_operand: int | None = None
+    count_operand: str | None = None  # "number_of_threads" for named barriers
+    elect: bool = False
+
+    @property
+    def describes(self) -> str:
+        return f"'{self.op}'" + (f" with a {self.atom} atom" if self.atom else "") + (f" (PTX {self.ptx})" if self.ptx else "")
+
+
+_Q100 = "quack 0.6.5 gemm_bf16 sm_100a PTX"
+_Q90 = "quack 0.6.5 gemm_bf16 sm_90a PTX"
+_TINY = "tiny CuTeDSL kernel, PTX read (see tests/test_uniformity.py evidence notes)"
+
+COLLECTIVES: tuple[Collective, ...] = (
+    # --- CTA scope
+    Collective("nvvm.barrier", Scope.CTA, "bar.sync 0 / bar.sync id, count", "cute.arch.sync_threads / barrier: " + _TINY,
+               count_operand="number_of_threads"),
+    Collective("nvvm.barrier0", Scope.CTA, "bar.sync 0", "upstream NVVM: __syncthreads"),
+    Collective("nvvm.barrier.arrive", Scope.CTA, "bar.arrive id, count", _Q100 + ": bar.arrive 8, 64",
+               count_operand="number_of_threads"),
+    Collective("nvvm.cluster.arrive", Scope.CTA, "barrier.cluster.arrive.aligned", _Q100),
+    Collective("nvvm.cluster.arrive.relaxed", Scope.CTA, "barrier.cluster.arrive.relaxed.aligned", _Q100),
+    Collective("nvvm.cluster.wait", Scope.CTA, "barrier.cluster.wait.aligned", _Q100),
+    # --- warpgroup scope
+    Collective("nvvm.wgmma.fence.aligned", Scope.WARPGROUP, "wgmma.fence.sync.aligned", _Q90),
+    Collective("nvvm.wgmma.commit.group.sync.aligned", Scope.WARPGROUP, "wgmma.commit_group.sync.aligned", _Q90),
+    Collective("nvvm.wgmma.wait.group.sync.aligned", Scope.WARPGROUP, "wgmma.wait_group.sync.aligned", _Q90),
+    Collective("nvvm.wgmma.mma_async", Scope.WARPGROUP, "wgmma.mma_async.sync.aligned", "upstream NVVM op"),
+    Collective("cute.gemm", Scope.WARPGROUP, "wgmma.mma_async.sync.aligned", _Q90, atom="sm90"),
+    Collective("nvvm.setmaxregister", Scope.WARPGROUP, "setmaxnreg.sync.aligned", "cute.arch.setmaxregister_*: " + _Q100),
+    # --- warp scope
+    Collective("cute.gemm", Scope.WARP, "elect.sync + tcgen05.mma", _Q100 + ": each tcgen05.mma under its own elect.sync",
+               atom="sm100", elect=True),
+    Collective("cute.gemm", Scope.WARP, "mma.sync.aligned", "kernels/fmha.py mma_sync path PTX", atom="sm80"),
+    Collective("cute.copy", Scope.WARP, "tcgen05.ld.sync.aligned", _Q100, atom="tmem_load"),
+    Collective("cute.copy", Scope.WARP, "tcgen05.st.sync.aligned", "tcgen05 St atoms: " + _TINY, atom="tmem_store"),
+    Collective("cute.copy", Scope.WARP, "tcgen05.cp (issued under elect.sync)", "tcgen05 Cp atoms", atom="s2t_copy", elect=True),
+    Collective("cute.copy", Scope.WARP, "ldmatrix.sync.aligned", "kernels/fmha.py PTX (LdMatrix atoms)", atom="ldsm"),
+    Collective("cute.copy", Scope.WARP, "stmatrix.sync.aligned", "kernels/fmha_sm90.py PTX (StMatrix atoms)", atom="stsm"),
+    Collective("cute.copy", Scope.WARP, "elect.sync + cp.async.bulk.tensor", _Q100 + ": each TMA load under its own elect.sync",
+               atom="tma_load", elect=True),
+    Collective("cute_nvgpu.arch.sm100.alloc_tmem", Scope.WARP, "tcgen05.alloc.sync.aligned", _Q100),
+    Collective("cute_nvgpu.arch.sm100.dealloc_tmem", Scope.WARP, "tcgen05.dealloc.sync.aligned", _Q100),
+    Collective("cute_nvgpu.arch.sm100.relinquish_tmem_alloc_permit", Scope.WARP, "tcgen05.relinquish_alloc_permit.sync.aligned", _Q100),
+    Collective("nvvm.tcgen05.wait", Scope.WARP, "tcgen05.wait::ld/st.sync.aligned", _Q100),
+    Collective("nvvm.tcgen05.alloc", Scope.WARP, "tcgen05.alloc.sync.aligned", "upstream NVVM op"),
+    Collective("nvvm.tcgen05.dealloc", Scope.WARP, "tcgen05.dealloc.sync.aligned", "upstream NVVM op"),
+    Collective("nvvm.tcgen05.relinquish_alloc_permit", Scope.WARP, "tcgen05.relinquish_alloc_permit.sync.aligned", "upstream NVVM op"),
+    Collective("nvvm.tcgen05.ld", Scope.WARP, "tcgen05.ld.sync.aligned", "upstream NVVM op"),
+    Collective("nvvm.tcgen05.st", Scope.WARP, "tcgen05.st.sync.aligned", "upstream NVVM op"),
+    Collective("nvvm.ldmatrix", Scope.WARP, "ldmatrix.sync.aligned", "upstream NVVM op"),
+    Collective("nvvm.stmatrix", Scope.WARP, "stmatrix.sync.aligned", "upstream NVVM op"),
+    Collective("nvvm.mma.sync", Scope.WARP, "mma.sync.aligned", "upstream NVVM op"),
+    Collective("nvvm.shfl.sync", Scope.WARP, "shfl.sync", "cute.arch.shuffle_sync*: " + _TINY, mask_operand=0),
+    Collective("nvvm.vote.sync", Scope.WARP, "vote.sync", "cute.arch.vote_*_sync: " + _TINY, mask_operand=0),
+    Collective("nvvm.redux.sync", Scope.WARP, "redux.sync", "cute.arch.warp_redux_sync: " + _TINY, mask_operand=1),
+    Collective("nvvm.match.sync", Scope.WARP, "match.sync", "cute.arch.match_sync: " + _TINY, mask_operand=0),
+    Collective("nvvm.bar.warp.sync", Scope.WARP, "bar.warp.sync", "cute.arch.sync_warp: " + _Q100, mask_operand=0),
+    Collective("nvvm.elect.sync", Scope.WARP, "elect.sync", "cute.arch.elect_one: " + _Q100),
+    Collective("cute_nvgpu.arch.make_warp_uniform", Scope.WARP, "shfl.sync.idx.b32 x, 0, 31, -1",
+               _Q100 + ": cute.arch.make_warp_uniform(warp_idx) is a full-warp broadcast from lane 0"),
+)  # fmt: skip
+
+# PTX mnemonics that make an inline-asm block (llvm.inline_asm, nvvm.inline_ptx) a collective.
+INLINE_PTX: tuple[tuple[str, Scope], ...] = (
+    (r"\bbar\.sync\b|\bbarrier\.sync\b|\bbarrier\.cta\.sync\b", Scope.CTA),
+    (r"\bwgmma\.|\bsetmaxnreg\.", Scope.WARPGROUP),
+    (r"\b(shfl|vote|redux|match)\.sync\b|\bbar\.warp\.sync\b|\belect\.sync\b|\bldmatrix\.|\bstmatrix\.|\bmma\.sync\b"
+     r"|\btcgen05\.(ld|st|alloc|dealloc|relinquish_alloc_permit|wait)\b", Scope.WARP),
+)  # fmt: skip
+
+_BY_NAME: dict[str, list[Collective]] = {}
+for _entry in COLLECTIVES:
+    _BY_NAME.setdefault(_entry.op, []).append(_entry)
+
+
+def collective_of(op) -> Collective | None:
+    """The table entry `op` matches, or None for an op any subset of threads may run."""
+    entries = _BY_NAME.get(op.name)
+    if entries is not None:
+        if entries[0].atom is None:
+            return entries[0]
+        operands = list(op.operands)
+        atom_type = str(operands[0].type) if operands else ""
+        for entry in entries:
+            if entry.atom and entry.atom in atom_type:
+                return entry
+        return None
+    if op.name in ("llvm.inline_asm", "nvvm.inline_ptx"):
+        return _inline(op)
+    return None
+
+
+def _inline(op) -> Collective | None:
+    for key in ("asm_string", "ptxCode"):
+        if key in op.attributes:
+            text = str(op.attributes[key])
+            break
+    else:
+        return None
+    for pattern, scope in INLINE_PTX:
+        found = re.search(pattern, text)
+        if found:
+            return Collective(op.name, scope, found.group(0), "inline PTX read from the op")
+    return None
+
+
+def is_candidate(op) -> bool:
+    """Cheap pre-filter for the analysis' watch list."""
+    return op.name in _BY_NAME or op.name in ("llvm.inline_asm", "nvvm.inline_ptx")
+
+
+TMEM_ALLOC = "cute_nvgpu.arch.sm100.alloc_tmem"
+TMEM_DEALLOC = "cute_nvgpu.arch.sm100.dealloc_tmem"
+TMEM_RETRIEVE = "cute_nvgpu.arch.sm100.retrieve_tmem_ptr"
+TMEM_COLUMNS = (32, 512)  # tcgen05.alloc: nCols a power of two in [32, 512]

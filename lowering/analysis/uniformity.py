@@ -1,0 +1,838 @@
+"""Uniformity: which values are the same across a CTA, a warpgroup, a warp, or may differ per thread.
+
+An abstract interpretation of one GPU function, as CuTeDSL hands it to the hook
+(`cuda.kernel`, `gpu.func`, or a `func.func` in a `gpu.module`). Every SSA value gets a
+`Fact`:
+
+- `level`: the widest `Scope` over which every thread holds the same value: CTA
+  (block ids, kernel arguments, constants), WARPGROUP (`tid / 128`), WARP
+  (`tid / 32`, `make_warp_uniform`, a `shfl` broadcast, a vote), or THREAD.
+- `values`: when the value is a function of the thread index and constants alone, its
+  exact value in every thread of the CTA (a numpy array over the linear thread id,
+  from the launch's block shape, `nvvm.reqntid`). This is what lets `tidx < 64`
+  be known to split warpgroup 0 of a 128-thread CTA but no warp, and `lane < 16`
+  to split every warp.
+- `data`: the variation comes through memory (a value loaded through a per-thread
+  address, an atomic's result): it cannot be decided at compile time ("may diverge").
+
+Every op is also reached under a stack of `Condition`s: the `scf.if` branch, the
+`scf.for` trip count (bounds and step), the `scf.while` condition, the `cf.cond_br`
+edge it is control-dependent on, and "has not exited" after a thread-dependent
+`nvvm.exit`. A condition whose deciding value has known per-thread values carries
+the set of threads that pass it (`masks`, one per loop iteration that differs), so a
+check can compute exactly which threads reach an op. A branch on a CTA-uniform value
+is kept (level CTA): it narrows no collective but decides paths.
+
+The idea is the one of LLVM's UniformityAnalysis (sources of divergence propagate
+through data and through control dependence, with sync-dependence at joins), made
+concrete per thread where the IR allows, in the spirit of GPUVerify's barrier
+invariance: a collective is fine when every thread of its group reaches it together.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+import numpy as np
+
+from lowering.mlir import ir
+
+WARP_SIZE = 32
+WARPGROUP_SIZE = 128
+MAX_THREADS = 1024  # what a CTA can hold: the assumption when the block shape is not in the IR
+_MAX_LOOP_ALTERNATIVES = 8
+_MAX_FIXPOINT_ROUNDS = 4
+
+
+class Scope(enum.IntEnum):
+    """Groups of threads, from the widest. A value uniform at a scope is uniform at every narrower one."""
+
+    CTA = 0
+    WARPGROUP = 1
+    WARP = 2
+    THREAD = 3
+
+    @property
+    def label(self) -> str:
+        return {0: "CTA", 1: "warpgroup", 2: "warp", 3: "thread"}[int(self)]
+
+
+@dataclass(frozen=True)
+class Fact:
+    """What is known about one SSA value across the threads of a CTA."""
+
+    level: Scope
+    values: np.ndarray | None = None  # shape () for a constant, (threads,) per thread
+    why: str = ""  # for a non-uniform value: where its variation comes from
+    data: bool = False  # varies through memory, not through the thread index alone
+    shifted: bool = False  # `values` plus one unknown CTA-uniform term (`tidx + bidx * 128`)
+    split: bool = False  # a comparison of a shifted value: splits its `level` groups for some inputs
+
+    @property
+    def known(self) -> bool:
+        return self.values is not None and not self.shifted
+
+
+UNIFORM = Fact(Scope.CTA)
+
+
+class Threads:
+    """The threads of one CTA, by linear id (x fastest), as the launch shapes them."""
+
+    def __init__(self, dims: tuple[int, int, int] | None):
+        self.known = dims is not None
+        self.dims = dims or (MAX_THREADS, 1, 1)
+        dx, dy, dz = self.dims
+        self.count = dx * dy * dz
+        linear = np.arange(self.count, dtype=np.int64)
+        self.tid = (linear % dx, (linear // dx) % dy, linear // (dx * dy))
+        self.lane = linear % WARP_SIZE
+
+    def group_size(self, scope: Scope) -> int:
+        return {Scope.CTA: self.count, Scope.WARPGROUP: WARPGROUP_SIZE, Scope.WARP: WARP_SIZE, Scope.THREAD: 1}[scope]
+
+    def groups(self, scope: Scope, per_thread: np.ndarray) -> np.ndarray:
+        """`per_thread` as rows of one group each; the missing threads of a last partial group are padded
+        with the group's first value (so they never make a group look mixed)."""
+        size = self.group_size(scope)
+        rows = -(-self.count // size)
+        padded = np.empty(rows * size, dtype=per_thread.dtype)
+        padded[: self.count] = per_thread
+        if rows * size > self.count:
+            padded[self.count :] = per_thread[(rows - 1) * size]
+        return padded.reshape(rows, size)
+
+    def level_of(self, values: np.ndarray) -> Scope:
+        """The widest scope over which `values` is the same in every thread."""
+        if values.ndim == 0:
+            return Scope.CTA
+        for scope in (Scope.CTA, Scope.WARPGROUP, Scope.WARP):
+            rows = self.groups(scope, values)
+            if (rows == rows[:, :1]).all():
+                return scope
+        return Scope.THREAD
+
+    def describe(self, mask: np.ndarray) -> str:
+        """'threads 0-63', 'lanes 0-15 of every warp', ... for a set of threads."""
+        ids = np.flatnonzero(np.broadcast_to(mask, (self.count,)))
+        if len(ids) == 0:
+            return "no thread"
+        lanes = sorted(set((ids % WARP_SIZE).tolist()))
+        warps = sorted(set((ids // WARP_SIZE).tolist()))
+        if len(ids) == len(lanes) * len(warps) and len(lanes) < WARP_SIZE:
+            where = "every warp" if len(warps) == -(-self.count // WARP_SIZE) else f"warp{'s' if len(warps) > 1 else ''} {_ranges(warps)}"
+            return f"lane{'s' if len(lanes) > 1 else ''} {_ranges(lanes)} of {where}"
+        return f"thread{'s' if len(ids) > 1 else ''} {_ranges(ids.tolist())}"
+
+
+def _ranges(ids: list[int]) -> str:
+    parts, start = [], None
+    for i, v in enumerate(ids):
+        if start is None:
+            start = v
+        if i + 1 == len(ids) or ids[i + 1] != v + 1:
+            parts.append(f"{start}" if start == v else f"{start}-{v}")
+            start = None
+    text = ", ".join(parts[:4])
+    return text + (", ..." if len(parts) > 4 else "")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One decision an op's execution depends on."""
+
+    op: ir.Operation  # the op that decides: scf.if, scf.for, scf.condition, cf.cond_br, nvvm.exit
+    value: ir.Value | None  # the deciding value (its defining op locates the condition)
+    text: str  # what decides, in words
+    level: Scope  # how uniform the decision is
+    masks: tuple[np.ndarray, ...] | None = None  # threads that pass, per alternative; None: not known
+    data: bool = False
+    split: bool = False  # not known, but splits groups of `level` for some values of its uniform inputs
+
+    @property
+    def known(self) -> bool:
+        return self.masks is not None
+
+
+@dataclass
+class Reached:
+    """A watched op and the conditions it runs under (outermost first)."""
+
+    op: ir.Operation
+    conditions: tuple[Condition, ...]
+
+
+# --- sources -------------------------------------------------------------------------
+_CTA_UNIFORM_SREGS = (
+    "ctaid", "nctaid", "ntid", "clusterid", "nclusterid", "cluster.ctaid", "cluster.nctaid",
+    "cluster.ctarank", "cluster.nctarank", "nwarpid", "nsmid", "smid", "gridid", "envreg",
+)  # fmt: skip
+_PER_THREAD_OPS = ("atomic", "atom.", ".red", "clock", "globaltimer", "mbarrier.try_wait", "mbarrier.test_wait", "activemask", "lanemask")
+
+
+def _int_attr(op, name: str) -> int | None:
+    try:
+        attr = op.attributes[name]
+    except (KeyError, IndexError):
+        return None
+    return int(attr.value) if isinstance(attr, (ir.IntegerAttr, ir.BoolAttr)) else None
+
+
+def block_shape(func_op) -> tuple[int, int, int] | None:
+    """The CTA's thread shape when the IR fixes it (`nvvm.reqntid`, CuTeDSL's launch facts, `gpu.known_block_size`)."""
+    attrs = func_op.attributes
+    found = None
+    for name in ("nvvm.reqntid", "gpu.known_block_size"):
+        if name in attrs:
+            found = attrs[name]
+            break
+    else:
+        facts = attrs["cutlass_launch_facts"] if "cutlass_launch_facts" in attrs else None
+        if isinstance(facts, ir.DictAttr) and "exact_block_dim" in facts:
+            found = facts["exact_block_dim"]
+    if not isinstance(found, (ir.DenseI32ArrayAttr, ir.DenseI64ArrayAttr)):
+        return None
+    dims = [int(x) for x in found] + [1, 1, 1]
+    return (dims[0], dims[1], dims[2])
+
+
+def is_kernel(op) -> bool:
+    attrs = op.attributes
+    return op.name == "cuda.kernel" or "gpu.kernel" in attrs or "nvvm.kernel" in attrs or "cute.kernel" in attrs
+
+
+def gpu_functions(module_op) -> Iterable:
+    """Kernels and device functions: function-like ops inside a `gpu.module`."""
+    for op in _walk(_operation(module_op)):
+        if op.name == "gpu.module":
+            for inner in op.regions[0].blocks[0].operations:
+                inner = inner.operation
+                if inner.name in ("cuda.kernel", "gpu.func", "func.func", "llvm.func") and len(inner.regions[0].blocks):
+                    yield inner
+
+
+def _operation(op) -> ir.Operation:
+    """The generic `Operation` (an OpView's `.name` may be its symbol name, e.g. func.func)."""
+    return op.operation if hasattr(op, "operation") else op
+
+
+def _walk(op):
+    yield op
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                yield from _walk(inner.operation)
+
+
+# --- evaluation of integer arithmetic on known per-thread values ----------------------
+def _cmp(pred: int, a, b):
+    # arith.cmpi predicates: eq ne slt sle sgt sge ult ule ugt uge
+    ops = (np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal)
+    if pred < 6:
+        return ops[pred](a, b)
+    ua, ub = a.astype(np.uint64), b.astype(np.uint64)
+    return (np.less, np.less_equal, np.greater, np.greater_equal)[pred - 6](ua, ub)
+
+
+def _floordiv(a, b):
+    return np.floor_divide(a, b)
+
+
+def _truncdiv(a, b):
+    q = np.abs(a) // np.abs(b)
+    return np.where((a < 0) ^ (b < 0), -q, q)
+
+
+_BINARY = {
+    "arith.addi": np.add, "arith.subi": np.subtract, "arith.muli": np.multiply,
+    "arith.floordivsi": _floordiv, "arith.divsi": _truncdiv, "arith.divui": _floordiv,
+    "arith.ceildivsi": lambda a, b: -np.floor_divide(-a, b), "arith.ceildivui": lambda a, b: -np.floor_divide(-a, b),
+    "arith.remsi": lambda a, b: a - _truncdiv(a, b) * b, "arith.remui": np.remainder,
+    "arith.andi": np.bitwise_and, "arith.ori": np.bitwise_or, "arith.xori": np.bitwise_xor,
+    "arith.shli": np.left_shift, "arith.shrsi": np.right_shift, "arith.shrui": np.right_shift,
+    "arith.minsi": np.minimum, "arith.maxsi": np.maximum, "arith.minui": np.minimum, "arith.maxui": np.maximum,
+}  # fmt: skip
+_CASTS = ("arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast", "arith.index_castui", "arith.bitcast")
+
+
+class Uniformity:
+    """The facts of one GPU function. `watch(op)` selects the ops whose conditions are kept in `reached`."""
+
+    def __init__(self, func_op, watch: Callable[[ir.Operation], bool] | None = None):
+        self.func = func_op
+        self.kernel = is_kernel(func_op)
+        self.threads = Threads(block_shape(func_op))
+        self.watch = watch or (lambda op: False)
+        self.facts: dict[ir.Value, Fact] = {}
+        self.reached: list[Reached] = []
+        self._recording = True
+        self.exits: list[tuple[ir.Operation, tuple[Condition, ...]]] = []
+        body = func_op.regions[0]
+        if len(body.blocks):
+            for arg in body.blocks[0].arguments:
+                # Kernel arguments are the same in every thread of the grid. A device
+                # function's arguments are whatever its callers pass: assumed uniform,
+                # since CuTeDSL inlines its @cute.jit helpers into the kernel.
+                self.facts[arg] = UNIFORM
+            self._region(body, ())
+
+    # -- queries ---------------------------------------------------------------------
+    def fact(self, value: ir.Value) -> Fact:
+        return self.facts.get(value) or Fact(Scope.THREAD, None, "a value this analysis did not reach")
+
+    def known_int(self, value: ir.Value) -> int | None:
+        """The value when it is one constant in every thread."""
+        f = self.facts.get(value)
+        if f is None or not f.known:
+            return None
+        v = np.unique(f.values)
+        return int(v[0]) if v.size == 1 else None
+
+    # -- facts -----------------------------------------------------------------------
+    def _set(self, value: ir.Value, fact: Fact) -> None:
+        if fact.values is not None and fact.values.ndim == 0 and not fact.shifted:
+            fact = Fact(Scope.CTA, fact.values)
+        self.facts[value] = fact
+
+    def _known(self, values: np.ndarray, why: str = "") -> Fact:
+        level = self.threads.level_of(values)
+        return Fact(level, values, why if level != Scope.CTA else "")
+
+    def _join(self, facts: list[Fact], why: str = "") -> Fact:
+        """A value that is one of `facts` (or computed from all of them)."""
+        worst = max(facts, key=lambda f: (f.level, f.data)) if facts else UNIFORM
+        data = any(f.data and f.level > Scope.CTA for f in facts)
+        return Fact(worst.level, None, worst.why or why, data)
+
+    def _default(self, op, operands: list[Fact]) -> Fact:
+        """A result computed from its operands by an op we do not evaluate."""
+        if not operands:
+            return UNIFORM
+        joined = self._join(operands)
+        return Fact(joined.level, None, joined.why, joined.data)
+
+    def _evaluate(self, op) -> None:
+        name = op.name
+        results = list(op.results)
+        if not results:
+            return
+        operands = [self.fact(v) for v in op.operands]
+        fact = self._source(op, name, operands)
+        if fact is None:
+            fact = self._arith(op, name, operands)
+        if fact is None:
+            fact = self._default(op, operands)
+        for r in results:
+            self._set(r, fact)
+
+    def _source(self, op, name: str, operands: list[Fact]) -> Fact | None:
+        t = self.threads
+        if name == "arith.constant":
+            try:
+                attr = op.attributes["value"]
+                if isinstance(attr, (ir.IntegerAttr, ir.BoolAttr)):
+                    return Fact(Scope.CTA, np.array(int(attr.value), dtype=np.int64))
+            except (KeyError, ValueError, TypeError):
+                pass
+            return UNIFORM
+        if name.startswith("nvvm.read.ptx.sreg."):
+            reg = name[len("nvvm.read.ptx.sreg.") :]
+            if reg in ("tid.x", "tid.y", "tid.z"):
+                axis = "xyz".index(reg[-1])
+                if not t.known and axis:
+                    return Fact(Scope.THREAD, None, f"the thread index ({reg})")
+                return self._known(t.tid[axis].copy(), f"the thread index ({reg})")
+            if reg == "laneid":
+                return self._known(t.lane.copy(), "the lane id")
+            if reg in ("ntid.x", "ntid.y", "ntid.z") and t.known:
+                return Fact(Scope.CTA, np.array(t.dims["xyz".index(reg[-1])], dtype=np.int64))
+            if reg in ("warpid",):
+                return Fact(Scope.WARP)
+            if any(reg == s or reg.startswith(s + ".") for s in _CTA_UNIFORM_SREGS):
+                return UNIFORM
+            return Fact(Scope.THREAD, None, f"the special register {reg}", data=True)
+        if name == "cute_nvgpu.arch.make_warp_uniform":
+            f = operands[0]
+            if f.known:
+                return f
+            return Fact(min(f.level, Scope.WARP), None, f.why)
+        if name == "nvvm.shfl.sync":
+            return self._shuffle(op, operands)
+        if name == "nvvm.vote.sync":
+            # every lane of the mask gets the same ballot / answer
+            return Fact(min(operands[1].level, Scope.WARP))
+        if name == "nvvm.redux.sync":
+            return Fact(min(operands[0].level, Scope.WARP))
+        if name == "nvvm.elect.sync":
+            # Full warp reaching it (elect.sync demands it): lane 0 is elected.
+            return self._known(t.lane == 0, "elect.sync (one lane of the warp)")
+        if any(k in name for k in _PER_THREAD_OPS):
+            return Fact(Scope.THREAD, None, f"the result of '{name}'", data=True)
+        if "load" in name or name.endswith(".ld") or ".ld." in name:
+            # A load through an address (and coordinate) uniform at a scope reads the same
+            # value there; through a per-thread address it may differ per thread.
+            joined = self._join(operands)
+            if joined.level > Scope.CTA:
+                return Fact(joined.level, None, f"a value loaded through a per-{joined.level.label} address ('{name}')", data=True)
+            return UNIFORM
+        if name == "cute.memref.alloca" and "smem" not in str(op.results[0].type) and operands == []:
+            # registers: each thread's own fragment; what it holds is per-thread data
+            return Fact(Scope.THREAD, None, "a per-thread register fragment", data=True)
+        return None
+
+    def _shuffle(self, op, operands: list[Fact]) -> Fact:
+        kind = str(op.attributes["kind"]) if "kind" in op.attributes else ""
+        value, offset = operands[1], operands[2]
+        if value.level <= Scope.WARP and not value.known:
+            return Fact(value.level)
+        if kind.endswith("idx") and offset.level <= Scope.WARP:
+            return Fact(Scope.WARP)  # a broadcast from one lane: the same in the whole warp
+        return Fact(Scope.THREAD, None, f"a shuffle ({kind or 'shfl'}) of a per-thread value", value.data)
+
+    def _shifted(self, name: str, operands: list[Fact]) -> Fact | None:
+        """Integer arithmetic on values known up to a CTA-uniform term (`tidx + bidx * 128 < n`)."""
+        if any(f.data or (not f.known and not f.shifted and f.level > Scope.CTA) for f in operands):
+            return None
+        if not any(f.shifted or not f.known for f in operands):
+            return None
+        vals = [f.values if f.values is not None else np.array(0, dtype=np.int64) for f in operands]
+        why = next((f.why for f in operands if f.why), "")
+        if name in ("arith.addi", "arith.subi") and len(vals) == 2:
+            v = vals[0] + vals[1] if name == "arith.addi" else vals[0] - vals[1]
+            return Fact(self.threads.level_of(v), v, why, shifted=True)
+        if name == "arith.muli" and len(vals) == 2:
+            scale = [f for f in operands if f.known and f.values.ndim == 0]
+            if scale:
+                v = vals[0] * vals[1]
+                return Fact(self.threads.level_of(v), v, why, shifted=True)
+            return None
+        if name in _CASTS and len(vals) == 1:
+            return operands[0]
+        if name == "arith.cmpi" and len(vals) == 2:
+            # which side of an unknown threshold each thread falls: the threads differ
+            # exactly where the compared difference differs
+            level = self.threads.level_of(vals[0] - vals[1])
+            if level == Scope.CTA:
+                return UNIFORM
+            return Fact(level, None, why, split=True)
+        return None
+
+    def _arith(self, op, name: str, operands: list[Fact]) -> Fact | None:
+        if not operands:
+            return None
+        if not all(f.known for f in operands):
+            return self._shifted(name, operands)
+        vals = [f.values for f in operands]
+        why = next((f.why for f in operands if f.why), "")
+        try:
+            with np.errstate(all="ignore"):
+                if name in _BINARY and len(vals) == 2:
+                    if name.startswith(("arith.floordiv", "arith.div", "arith.ceildiv", "arith.rem")) and (vals[1] == 0).any():
+                        return None
+                    if name in ("arith.shli", "arith.shrsi", "arith.shrui") and ((vals[1] < 0) | (vals[1] > 62)).any():
+                        return None
+                    return self._known(_BINARY[name](vals[0], vals[1]), why)
+                if name == "arith.cmpi":
+                    pred = _int_attr(op, "predicate")
+                    if pred is None:
+                        return None
+                    return self._known(_cmp(pred, vals[0], vals[1]).astype(np.int64), why)
+                if name == "arith.select" and len(vals) == 3:
+                    return self._known(np.where(vals[0] != 0, vals[1], vals[2]), why)
+                if name in _CASTS and len(vals) == 1:
+                    return self._known(vals[0], why)
+        except (TypeError, ValueError, OverflowError):
+            return None
+        return None
+
+    # -- control ---------------------------------------------------------------------
+    def _region(self, region, conds: tuple[Condition, ...]) -> None:
+        blocks = list(region.blocks)
+        if len(blocks) == 1:
+            self._block(blocks[0], conds)
+        elif blocks:
+            self._cfg(blocks, conds)
+
+    def _block(self, block, conds: tuple[Condition, ...]) -> None:
+        for op in block.operations:
+            exits_before = len(self.exits)
+            self._op(op, conds)
+            if len(self.exits) > exits_before:
+                conds = conds + (self._not_exited(self.exits[exits_before:], len(conds)),)
+
+    def _op(self, op, conds: tuple[Condition, ...]) -> None:
+        op = _operation(op)
+        name = op.name
+        if self._recording and self.watch(op):
+            self.reached.append(Reached(op, conds))
+        if name == "scf.if":
+            self._if(op, conds)
+        elif name == "scf.for":
+            self._for(op, conds)
+        elif name == "scf.while":
+            self._while(op, conds)
+        elif name in ("nvvm.exit",):
+            self.exits.append((op, conds))
+        elif op.regions:
+            self._evaluate(op)
+            for region in op.regions:
+                # region-carrying ops we do not model (execute_region, cute scopes):
+                # their block arguments are taken as uniform as the op's operands
+                operand_fact = self._default(op, [self.fact(v) for v in op.operands])
+                for block in region.blocks:
+                    for arg in block.arguments:
+                        self._set(arg, operand_fact)
+                self._region(region, conds)
+        else:
+            self._evaluate(op)
+
+    def _condition(self, op, value: ir.Value, text: str, negate: bool = False) -> Condition | None:
+        f = self.fact(value)
+        if f.known:
+            mask = (f.values == 0) if negate else (f.values != 0)
+            mask = np.broadcast_to(mask, (self.threads.count,))
+            return Condition(op, value, text, self.threads.level_of(mask), (mask,))
+        # CTA-uniform conditions are kept too: they narrow no collective, but decide
+        # paths (an `alloc` whose `dealloc` sits under `if n > 0`)
+        return Condition(op, value, text + (f" ({f.why})" if f.why else ""), f.level, None, f.data, f.split)
+
+    def _if(self, op, conds) -> None:
+        cond_value = op.operands[0]
+        then_c = self._condition(op, cond_value, "the `if` condition")
+        else_c = self._condition(op, cond_value, "the `if` condition (else branch)", negate=True)
+        then_r, else_r = op.regions[0], op.regions[1]
+        self._region(then_r, conds + ((then_c,) if then_c else ()))
+        if len(else_r.blocks):
+            self._region(else_r, conds + ((else_c,) if else_c else ()))
+        results = list(op.results)
+        if not results:
+            return
+        c = self.fact(cond_value)
+        then_y = _terminator_operands(then_r)
+        else_y = _terminator_operands(else_r)
+        for i, r in enumerate(results):
+            a = self.fact(then_y[i]) if i < len(then_y) else UNIFORM
+            b = self.fact(else_y[i]) if i < len(else_y) else UNIFORM
+            if c.known and a.known and b.known:
+                self._set(r, self._known(np.where(c.values != 0, a.values, b.values), a.why or b.why or c.why))
+            else:
+                self._set(r, self._join([c, a, b]))
+
+    def _loop_body(self, block_args, inits: list[Fact], run: Callable[[], list[Fact]]) -> list[Fact]:
+        """Iterate a loop body to a fixpoint of its carried values' facts; returns the yielded facts."""
+        current = list(inits)
+        recording = self._recording
+        self._recording = False
+        try:
+            for _ in range(_MAX_FIXPOINT_ROUNDS):
+                for arg, f in zip(block_args, current):
+                    self._set(arg, f)
+                yielded = run()
+                merged = [_merge(a, b, self) for a, b in zip(current, yielded)]
+                if all(_same(a, b) for a, b in zip(current, merged)):
+                    break
+                current = merged
+            else:
+                current = [Fact(Scope.THREAD, None, f.why or "a value carried around a loop", f.data) if f.level > Scope.CTA else f for f in current]
+        finally:
+            self._recording = recording
+        for arg, f in zip(block_args, current):
+            self._set(arg, f)
+        return current
+
+    def _for(self, op, conds) -> None:
+        lb, ub, step = (self.fact(v) for v in list(op.operands)[:3])
+        inits = [self.fact(v) for v in list(op.operands)[3:]]
+        body = op.regions[0].blocks[0]
+        iv, carried = body.arguments[0], list(body.arguments)[1:]
+        cond = self._trip_condition(op, lb, ub, step)
+        inner = conds + ((cond,) if cond else ())
+        iv_fact = self._join([lb, step], "the loop's induction variable")
+        if iv_fact.level > Scope.CTA:
+            iv_fact = Fact(iv_fact.level, None, iv_fact.why or "the loop's induction variable", iv_fact.data)
+
+        def run():
+            self._set(iv, iv_fact)
+            self._block(body, inner)
+            return [self.fact(v) for v in _terminator_operands_block(body)]
+
+        final = self._loop_body(carried, inits, run)
+        self._set(iv, iv_fact)
+        if self._recording:
+            self._block(body, inner)
+        for r, f in zip(op.results, final):
+            self._set(r, self._join([f] + ([Fact(cond.level, None, cond.text, cond.data)] if cond else [])) if cond else f)
+
+    def _trip_condition(self, op, lb: Fact, ub: Fact, step: Fact) -> Condition | None:
+        text = "the trip count of this `for` loop (its bounds and step)"
+        bounds = list(op.operands)[:3]
+        varying = [v for v, f in zip(bounds, (lb, ub, step)) if f.level > Scope.CTA]
+        value = varying[0] if varying else None  # what locates the condition: a bound that varies
+        if lb.known and ub.known and step.known and (np.asarray(step.values) > 0).all():
+            n = self.threads.count
+            counts = np.broadcast_to(np.maximum(0, -np.floor_divide(-(ub.values - lb.values), step.values)), (n,))
+            if self.threads.level_of(counts) == Scope.CTA:
+                return None
+            masks, seen = [], set()
+            for k in sorted(set(counts.tolist()))[:-1]:
+                mask = counts > k
+                key = mask.tobytes()
+                if key not in seen:
+                    seen.add(key)
+                    masks.append(mask)
+            # iteration 0 is reached by the threads with at least one iteration
+            first = counts > 0
+            if first.tobytes() not in seen:
+                masks.insert(0, first)
+            masks = masks[:_MAX_LOOP_ALTERNATIVES]
+            level = max(self.threads.level_of(m) for m in masks)
+            return Condition(op, value, text, level, tuple(masks))
+        worst = self._join([lb, ub, step])
+        if worst.level == Scope.CTA:
+            return None
+        why = f" ({worst.why})" if worst.why else ""
+        exact = [f for f in (lb, ub, step) if f.known or f.shifted or (f.level == Scope.CTA and not f.data)]
+        if len(exact) == 3 and step.known and (np.asarray(step.values) > 0).all():
+            zero = np.array(0, dtype=np.int64)
+            spread = (ub.values if ub.values is not None else zero) - (lb.values if lb.values is not None else zero)
+            level = self.threads.level_of(np.broadcast_to(spread, (self.threads.count,)))
+            if level > Scope.CTA:
+                return Condition(op, value, text + why, level, None, False, True)
+        return Condition(op, value, text + why, worst.level, None, worst.data)
+
+    def _while(self, op, conds) -> None:
+        before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
+        inits = [self.fact(v) for v in op.operands]
+        state: dict = {}
+
+        def run():
+            self._block(before, conds)
+            term = _terminator(before)
+            flag, args = term.operands[0], list(term.operands)[1:]
+            cond = self._condition(term, flag, "the `while` condition")
+            state["cond"], state["args"] = cond, args
+            for a, v in zip(after.arguments, args):
+                self._set(a, self.fact(v))
+            self._block(after, conds + ((cond,) if cond else ()))
+            return [self.fact(v) for v in _terminator_operands_block(after)]
+
+        simulated = self._simulate_while(op, before, after, inits, conds)
+        self._loop_body(before.arguments, inits, run)
+        if self._recording:
+            self._block(before, conds)
+            term = _terminator(before)
+            cond = self._condition(term, term.operands[0], "the `while` condition")
+            if simulated is not None:
+                cond = simulated
+            for a, v in zip(after.arguments, list(term.operands)[1:]):
+                self._set(a, self.fact(v))
+            self._block(after, conds + ((cond,) if cond else ()))
+            state["cond"] = cond
+        cond = state.get("cond")
+        for r, v in zip(op.results, state.get("args", [])):
+            f = self.fact(v)
+            self._set(r, self._join([f] + ([Fact(cond.level, None, cond.text, cond.data)] if cond else [])) if cond else f)
+
+    def _simulate_while(self, op, before, after, inits: list[Fact], conds) -> Condition | None:
+        """Run a `while` whose carried values are known per thread, iteration by iteration:
+        the threads still looping at each iteration (`k = lane; while k < 40: k += 32`)."""
+        n = self.threads.count
+        # per carried value: its per-thread values while they stay known, else its fact
+        values: list = [np.broadcast_to(f.values, (n,)).copy() if f.known else f for f in inits]
+        active = np.ones(n, dtype=bool)
+        masks, seen = [], set()
+        recording, self._recording = self._recording, False
+        term = _terminator(before)
+
+        def as_fact(v):
+            return self._known(v) if isinstance(v, np.ndarray) else v
+
+        try:
+            for _ in range(64):
+                for a, v in zip(before.arguments, values):
+                    self._set(a, as_fact(v))
+                self._block(before, conds)
+                flag = self.fact(term.operands[0])
+                if not flag.known:
+                    return None
+                carried = [self.fact(v) for v in list(term.operands)[1:]]
+                active = active & np.broadcast_to(flag.values != 0, (n,))
+                if not active.any():
+                    break
+                if active.tobytes() not in seen:
+                    seen.add(active.tobytes())
+                    masks.append(active.copy())
+                for a, f in zip(after.arguments, carried):
+                    self._set(a, f)
+                self._block(after, conds)
+                yielded = [self.fact(v) for v in _terminator_operands_block(after)]
+                values = [
+                    np.where(active, np.broadcast_to(f.values, (n,)), old)
+                    if f.known and isinstance(old, np.ndarray)
+                    else _merge(as_fact(old), f, self)
+                    for f, old in zip(yielded, values)
+                ]
+            else:
+                return None
+        finally:
+            self._recording = recording
+        if not masks:
+            return None
+        level = max(self.threads.level_of(m) for m in masks)
+        return Condition(term, term.operands[0], "the `while` condition", level, tuple(masks[:_MAX_LOOP_ALTERNATIVES]))
+
+    def _not_exited(self, exits, depth: int) -> Condition:
+        """The condition 'this thread has not exited' after ops that exit some threads."""
+        op = exits[0][0]
+        exited = np.zeros(self.threads.count, dtype=bool)
+        known, level, data = True, Scope.CTA, False
+        for _, conds in exits:
+            local = conds[depth:]
+            level = max([level] + [c.level for c in local])
+            data = data or any(c.data for c in local)
+            if not local or not all(c.known for c in local):
+                known = False
+                continue
+            path = np.ones(self.threads.count, dtype=bool)
+            for c in local:
+                path &= np.logical_or.reduce(c.masks)
+            exited |= path
+        text = "a thread-dependent exit (`nvvm.exit`) before this point"
+        if known:
+            alive = ~exited
+            return Condition(op, None, text, self.threads.level_of(alive), (alive,))
+        return Condition(op, None, text, level, None, data)
+
+    def _cfg(self, blocks, conds) -> None:
+        """Unstructured control flow (cf.br / cf.cond_br): control dependence from post-dominators."""
+        index = {b: i for i, b in enumerate(blocks)}
+        succs: list[list[int]] = []
+        for b in blocks:
+            term = _terminator(b)
+            succs.append([index[s] for s in term.successors] if term is not None and hasattr(term, "successors") else [])
+        n = len(blocks)
+        exits = [i for i in range(n) if not succs[i]]
+        # post-dominator sets by iteration (regions here are small)
+        full = set(range(n))
+        pdom = [({i} if i in exits else set(full)) for i in range(n)]
+        changed = True
+        while changed:
+            changed = False
+            for i in range(n):
+                if i in exits:
+                    continue
+                new = {i} | set.intersection(*(pdom[s] for s in succs[i])) if succs[i] else {i}
+                if new != pdom[i]:
+                    pdom[i], changed = new, True
+        block_conds: list[list[Condition]] = [[] for _ in range(n)]
+        for rounds in range(2):  # block arguments carried around back edges settle in two rounds
+            for i, b in enumerate(blocks):
+                self._block(b, conds + tuple(block_conds[i]))
+                term = _terminator(b)
+                if term is None:
+                    continue
+                if term.name == "cf.cond_br":
+                    flag = term.operands[0]
+                    for side, s in enumerate(succs[i][:2]):
+                        c = self._condition(term, flag, "the branch condition (`cf.cond_br`)", negate=bool(side))
+                        if c is None:
+                            continue
+                        # blocks control-dependent on this edge: those post-dominating the
+                        # successor but not strictly post-dominating the branch block
+                        for j in range(n):
+                            if j in pdom[s] and not (j in pdom[i] and j != i) and j != i:
+                                if all(x.op != term for x in block_conds[j]):
+                                    block_conds[j].append(c)
+                self._block_args(term, blocks, index)
+
+    def _block_args(self, term, blocks, index) -> None:
+        if not hasattr(term, "successors"):
+            return
+        operands = list(term.operands)
+        segment = {"cf.br": 0, "cf.cond_br": 1}.get(term.name)
+        if segment is None:
+            return
+        if term.name == "cf.br":
+            dest = term.successors[0]
+            for a, v in zip(dest.arguments, operands):
+                self._set(a, self._join([self.facts.get(a, UNIFORM), self.fact(v)]))
+        else:
+            flag = self.fact(operands[0])
+            sizes = _segment_sizes(term)
+            rest = operands[1:]
+            true_ops, false_ops = rest[: sizes[1]], rest[sizes[1] : sizes[1] + sizes[2]]
+            for dest, vals in zip(term.successors, (true_ops, false_ops)):
+                for a, v in zip(dest.arguments, vals):
+                    self._set(a, self._join([self.facts.get(a, UNIFORM), self.fact(v), flag]))
+
+
+def _segment_sizes(op) -> list[int]:
+    try:
+        return [int(x) for x in op.attributes["operandSegmentSizes"]]
+    except (KeyError, ValueError, TypeError):
+        n = len(list(op.operands)) - 1
+        return [1, n, 0]
+
+
+def _terminator(block):
+    ops = list(block.operations)
+    return ops[-1].operation if ops else None
+
+
+def _terminator_operands_block(block) -> list:
+    term = _terminator(block)
+    return list(term.operands) if term is not None else []
+
+
+def _terminator_operands(region) -> list:
+    blocks = list(region.blocks)
+    return _terminator_operands_block(blocks[0]) if blocks else []
+
+
+def _same(a: Fact, b: Fact) -> bool:
+    if a.level != b.level or a.data != b.data or a.known != b.known:
+        return False
+    return not a.known or np.array_equal(a.values, b.values)
+
+
+def _merge(a: Fact, b: Fact, analysis: Uniformity) -> Fact:
+    """A loop-carried value: its value on entry or after some iterations."""
+    if a.known and b.known and np.array_equal(np.broadcast_to(a.values, np.shape(b.values)), b.values):
+        return a
+    level = max(a.level, b.level)
+    return Fact(level, None, a.why or b.why or ("a value carried around a loop" if level > Scope.CTA else ""), a.data or b.data)
+
+
+def condition_location(cond: Condition):
+    """The op that best locates a condition: the deciding value's defining op, else the deciding op."""
+    if cond.value is not None:
+        owner = cond.value.owner
+        if not isinstance(owner, ir.Block):
+            return owner.operation if hasattr(owner, "operation") else owner
+    return cond.op
+
+
+def threads_reaching(conds: Iterable[Condition], count: int, choice: tuple[int, ...] | None = None) -> np.ndarray:
+    """The threads that pass every known condition (one alternative per loop condition)."""
+    mask = np.ones(count, dtype=bool)
+    known = [c for c in conds if c.known]
+    for i, c in enumerate(known):
+        mask &= c.masks[choice[i] if choice else 0]
+    return mask
+
+
+def alternatives(conds: list[Condition], limit: int = 64) -> list[tuple[int, ...]]:
+    """Combinations of loop-iteration alternatives of the known conditions (at most `limit`)."""
+    sizes = [len(c.masks) for c in conds if c.known]
+    combos: list[tuple[int, ...]] = [()]
+    for s in sizes:
+        combos = [c + (k,) for c in combos for k in range(s)][:limit]
+    return combos
+
+
+__all__ = [
+    "Condition", "Fact", "Reached", "Scope", "Threads", "Uniformity", "UNIFORM", "WARP_SIZE", "WARPGROUP_SIZE",
+    "alternatives", "block_shape", "condition_location", "gpu_functions", "is_kernel", "threads_reaching",
+]  # fmt: skip

@@ -1,0 +1,473 @@
+"""check-collectives: warp/warpgroup/CTA collectives reached by only part of their group, and TMEM rules.
+
+The bug it catches: an instruction that every thread of a group must execute together
+(`tcgen05.ld` and `shfl.sync` per warp, `wgmma` per warpgroup, `bar.sync` per CTA, ...)
+placed under control that splits the group. The kernel compiles, then hangs or
+computes garbage on the GPU. Before (a TMEM epilogue guarded per thread):
+
+    %19 = arith.cmpi eq, %tid, %c0_i32 : i32          loc("if tidx == 0:"(k.py:40:7))
+    scf.if %19 {
+      cute.copy(%tiled, %src, %frag) : (!copy_ldtm_32, ...)   loc("cute.copy(...)"(k.py:41:8))
+    }
+
+After (the IR is unchanged; the pass only reports):
+
+    k.py:41:8: error: 'cute.copy' with a tmem_load atom (PTX tcgen05.ld.sync.aligned) is a
+      warp collective reached by only part of a warp: thread 0 (under the condition at k.py:40:7)
+    k.py:40:7: note: the condition that diverges: the `if` condition (the thread index (tid.x))
+
+Which ops are collective, and at what scope, is data (`lowering/analysis/collective_ops.py`);
+which threads reach each op is `lowering/analysis/uniformity.py`. An op reached under a
+condition the analysis proves splits its group is an error (`mode=warn`: a warning);
+under a condition that may split it (data-dependent, or thread-dependent in a way the
+analysis cannot evaluate) it is a warning, "may diverge", never an error. A member
+mask (shfl/vote/redux/match/bar.warp) naming exactly the lanes that reach the op,
+and a named barrier whose thread count is the number of threads that reach it, are legal.
+
+TMEM rules (sm_100a): `alloc_tmem` with a constant nCols not a power of two in
+[32, 512]; `dealloc_tmem` given an address that is not the one `alloc_tmem` wrote
+(e.g. the shared-memory slot itself rather than the TMEM address read from it); an
+`alloc_tmem` with no `dealloc_tmem` on some path.
+
+Locations: CuTeDSL gives ops inside a kernel Python locations only when line info is
+on (`CUTE_DSL_LINEINFO=1`, or the `--generate-line-info` compile option); without it
+the diagnostic points at the kernel and says so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import numpy as np
+
+from lowering.analysis.collective_ops import (
+    TMEM_ALLOC,
+    TMEM_COLUMNS,
+    TMEM_DEALLOC,
+    TMEM_RETRIEVE,
+    Collective,
+    collective_of,
+    is_candidate,
+)
+from lowering.analysis.uniformity import (
+    WARP_SIZE,
+    Condition,
+    Reached,
+    Scope,
+    Uniformity,
+    alternatives,
+    condition_location,
+    gpu_functions,
+    threads_reaching,
+)
+from lowering.diagnostics import Diagnostic, DiagnosticSink, LoweringError, SourceBuffer, _file_location
+from lowering.mlir import inert_values, ir
+from lowering.registry import choice, register_pass
+
+MODES = ("error", "warn")
+_UNLOCATED = " (CuTeDSL traced this op without a location: set CUTE_DSL_LINEINFO=1 for its line)"
+_NEAR = " (CuTeDSL gave this op no line of its own: located at the next op that has one)"
+
+
+def check_collectives(module, mode: str = "error", source: SourceBuffer | None = None) -> list[Diagnostic]:
+    """The diagnostics of the check over every GPU function in `module` (an ir.Module or op); IR unchanged."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    op = module.operation if hasattr(module, "operation") else module
+    checker = _Checker(mode, source or SourceBuffer("<module>", ""))
+    with inert_values():
+        for func in gpu_functions(op):
+            checker.function(func)
+    return checker.diagnostics
+
+
+@register_pass(
+    "check-collectives",
+    options=(
+        choice("mode", MODES, "error", "error: provable divergence fails the run; warn: it is reported as a warning"),
+    ),
+)
+class CheckCollectives:
+    """Report collectives (warp/warpgroup/CTA) reached by part of their group, and TMEM alloc/dealloc misuse; never rewrites."""
+
+    pass_name = "check-collectives"
+    statistics = {
+        "collectives": "collective ops checked",
+        "errors": "errors reported",
+        "warnings": "warnings reported (may diverge)",
+        "functions": "GPU functions analysed",
+    }
+
+    def __init__(self, options: dict, sink: DiagnosticSink):
+        self.mode = options["mode"]
+        self.sink = sink
+        self.counts: Counter[str] = Counter({name: 0 for name in self.statistics})
+
+    def run(self, root: ir.Operation) -> None:
+        checker = _Checker(self.mode, self.sink.source)
+        with inert_values():
+            for func in gpu_functions(root):
+                checker.function(func)
+        self.counts.update(checker.counts)
+        errors = [d for d in checker.diagnostics if d.severity == "error"]
+        if errors:
+            raise LoweringError(checker.diagnostics)  # the pipeline fails with them, located
+        self.sink.diagnostics.extend(checker.diagnostics)
+
+
+class _Checker:
+    def __init__(self, mode: str, source: SourceBuffer):
+        self.mode = mode
+        self.source = source
+        self.diagnostics: list[Diagnostic] = []
+        self.counts: Counter[str] = Counter()
+
+    # -- reporting -------------------------------------------------------------------
+    def _where(self, op, func) -> tuple:
+        loc = op.location
+        if _useful(loc):
+            return self.source.locate(loc), ""
+        near = _next_located(op)
+        if near is not None:
+            return self.source.locate(near), _NEAR
+        return self.source.locate(func.location), _UNLOCATED
+
+    def report(self, severity: str, op, func, message: str, cond: Condition | None = None, extra_notes=()) -> None:
+        if severity == "error" and self.mode == "warn":
+            severity = "warning"
+        where, suffix = self._where(op, func)
+        notes = []
+        if cond is not None:
+            cop = _loop_line(cond.op) if cond.op.name == "scf.for" else condition_location(cond)
+            cwhere = self.source.locate(cop.location) if cop is not None and _useful(cop.location) else None
+            if cwhere is None and _useful(cond.op.location):
+                cwhere = self.source.locate(cond.op.location)
+            notes.append(Diagnostic("note", f"the condition that diverges: {cond.text}", cwhere))
+        notes.extend(extra_notes)
+        self.diagnostics.append(Diagnostic(severity, message + suffix, where, tuple(notes)))
+        self.counts["errors" if severity == "error" else "warnings"] += 1
+
+    # -- per function ----------------------------------------------------------------
+    def function(self, func) -> None:
+        self.counts["functions"] += 1
+        watched = lambda op: is_candidate(op) or op.name in (TMEM_ALLOC, TMEM_DEALLOC)  # noqa: E731
+        analysis = Uniformity(func, watch=watched)
+        allocs, deallocs = [], []
+        named: dict[int, int] = Counter()
+        for r in analysis.reached:
+            if r.op.name in ("nvvm.barrier", "nvvm.barrier.arrive"):
+                bid = _barrier_id(analysis, r.op)
+                if bid is not None:
+                    named[bid] += 1
+        for r in analysis.reached:
+            entry = collective_of(r.op)
+            if r.op.name == TMEM_ALLOC:
+                allocs.append(r)
+                self._columns(analysis, r, func)
+            elif r.op.name == TMEM_DEALLOC:
+                deallocs.append(r)
+                self._dealloc_address(analysis, r, func, allocs)
+            if entry is not None:
+                self.counts["collectives"] += 1
+                self._collective(analysis, r, entry, func, named)
+        self._alloc_paths(analysis, allocs, deallocs, func)
+
+    # -- collectives -----------------------------------------------------------------
+    def _collective(self, u: Uniformity, r: Reached, entry: Collective, func, named) -> None:
+        op, scope, threads = r.op, entry.scope, u.threads
+        conds = list(r.conditions)
+        required = None  # per-lane: which lanes of a warp the op's member mask names
+        what = f"{entry.describes} is a {scope.label} collective"
+        if entry.mask_operand is not None:
+            operands = list(op.operands)
+            mask = u.known_int(operands[entry.mask_operand]) if entry.mask_operand < len(operands) else None
+            if mask is None:
+                return  # a computed member mask (activemask, a ballot): its author names the lanes
+            mask &= 0xFFFFFFFF
+            required = np.array([(mask >> lane) & 1 for lane in range(WARP_SIZE)], dtype=bool)
+            if mask != 0xFFFFFFFF:
+                what += f" over the lanes of its member mask 0x{mask:08x}"
+        count = None
+        if entry.count_operand and entry.count_operand in _operand_names(op):
+            count = u.known_int(_named_operand(op, entry.count_operand))
+            if count is None:
+                return  # a thread count computed at run time: not checked
+            return self._named_barrier(u, r, entry, func, count, named)
+        if scope == Scope.CTA and not threads.known:
+            scope_uncertain = True
+        else:
+            scope_uncertain = False
+        known = [c for c in conds if c.known]
+        unknown = [c for c in conds if not c.known]
+        for combo in alternatives(known):
+            reach = threads_reaching(known, threads.count, combo)
+            bad, reached = self._bad_groups(threads, scope, reach, required)
+            if not bad.any():
+                continue
+            blame = self._blame(threads, scope, known, combo, required) or known[-1]
+            definite = bool((bad == reached).all()) or not unknown
+            who = threads.describe(reach)
+            group = f"{'the CTA' if scope == Scope.CTA else 'a ' + scope.label}"
+            message = f"{what} reached by only part of {group}: {who}"
+            if required is not None:
+                message = f"{what}, reached by {who}: the lanes that reach it and the lanes its mask names differ"
+            self.report("error" if definite and not scope_uncertain else "warning", op, func,
+                        message if definite else message + " (may diverge: other conditions may exclude those threads)", blame)
+            return
+        self._unknown(op, func, what, scope, unknown, scope_uncertain)
+
+    def _unknown(self, op, func, what: str, scope: Scope, unknown: list[Condition], uncertain: bool = False) -> None:
+        """Conditions whose per-thread values are not known: a threshold on the thread index
+        against a uniform value (`tidx < n`) splits the group for some n (an error); anything
+        else (loaded data, values this analysis cannot evaluate) may diverge (a warning)."""
+        finer = [c for c in unknown if c.level > scope]
+        if not finer:
+            return
+        split = [c for c in finer if c.split]
+        if split and not uncertain:
+            cond = split[-1]
+            self.report("error", op, func, f"{what} reached under a condition that splits a {scope.label} "
+                        f"for some values of its uniform operands (it compares a per-{cond.level.label} value "
+                        f"with a uniform one)", cond)
+            return
+        cond = finer[-1]
+        kind = "data-dependent" if cond.data else f"uniform only per {cond.level.label}"
+        self.report("warning", op, func, f"{what} reached under a condition that may diverge ({kind})", cond)
+
+    def _bad_groups(self, threads, scope: Scope, reach: np.ndarray, required) -> tuple[np.ndarray, np.ndarray]:
+        rows = threads.groups(scope, reach)
+        reached = rows.any(axis=1)
+        if required is not None:
+            need = np.broadcast_to(required, rows.shape)
+        else:
+            need = np.ones_like(rows)
+            last = threads.count % threads.group_size(scope)
+            if last:  # a last, partial group: only its existing threads are required
+                need = need.copy()
+                need[-1, last:] = rows[-1, last:]
+        bad = reached & (rows != need).any(axis=1)
+        return bad, reached
+
+    def _blame(self, threads, scope, known, combo, required) -> Condition | None:
+        mask = np.ones(threads.count, dtype=bool)
+        for i, c in enumerate(known):
+            mask &= c.masks[combo[i]]
+            if self._bad_groups(threads, scope, mask, required)[0].any():
+                return c
+        return None
+
+    def _named_barrier(self, u, r: Reached, entry, func, count: int, named) -> None:
+        """bar.sync id, count: every warp that reaches it reaches it whole; when it is the only
+        site of its barrier id, the threads reaching it are `count`."""
+        threads, op = u.threads, r.op
+        known = [c for c in r.conditions if c.known]
+        unknown = [c for c in r.conditions if not c.known]
+        what = f"{entry.describes} (named barrier, {count} threads)"
+        for combo in alternatives(known):
+            reach = threads_reaching(known, threads.count, combo)
+            bad, reached = self._bad_groups(threads, Scope.WARP, reach, None)
+            if bad.any():
+                blame = self._blame(threads, Scope.WARP, known, combo, None) or known[-1]
+                definite = bool((bad == reached).all()) or not unknown
+                self.report("error" if definite else "warning", op, func,
+                            f"{what} is reached by part of a warp: {threads.describe(reach)}", blame)
+                return
+            bid = _barrier_id(u, op)
+            arriving = int(reach.sum())
+            if threads.known and bid is not None and named.get(bid, 0) == 1 and not [c for c in unknown if c.level > Scope.CTA] \
+                    and not any(c.level == Scope.CTA and not c.known for c in unknown) and arriving and arriving != count:
+                self.report("error", op, func,
+                            f"{what}: it is the only use of barrier {bid}, and {arriving} threads reach it "
+                            f"({threads.describe(reach)}), not {count}", known[-1] if known else None)
+                return
+        self._unknown(op, func, what, Scope.WARP, unknown)
+
+    # -- TMEM ------------------------------------------------------------------------
+    def _columns(self, u, r: Reached, func) -> None:
+        columns = u.known_int(list(r.op.operands)[0])
+        low, high = TMEM_COLUMNS
+        if columns is not None and not (low <= columns <= high and columns & (columns - 1) == 0):
+            self.report("error", r.op, func,
+                        f"'{TMEM_ALLOC}' (PTX tcgen05.alloc) of {columns} columns: nCols must be a power of two in [{low}, {high}]")
+
+    def _dealloc_address(self, u, r: Reached, func, allocs) -> None:
+        address = list(r.op.operands)[0]
+        root, path = _address_root(address)
+        if root == "retrieve":
+            slot = path
+            slots = [list(a.op.operands)[1] for a in allocs]
+            if slots and not any(_same_storage(slot, s) for s in slots):
+                self.report("warning", r.op, func,
+                            f"'{TMEM_DEALLOC}' frees a TMEM address read from a shared-memory slot no "
+                            f"'{TMEM_ALLOC}' of this kernel wrote")
+            return
+        if root == "smem":
+            self.report("error", r.op, func,
+                        f"'{TMEM_DEALLOC}' (PTX tcgen05.dealloc) is given the address of the shared-memory slot "
+                        f"that '{TMEM_ALLOC}' wrote into, not the TMEM address it wrote there "
+                        f"(read it with cute.arch.retrieve_tmem_ptr)")
+            return
+        self.report("warning", r.op, func,
+                    f"'{TMEM_DEALLOC}' frees an address this check cannot trace to '{TMEM_ALLOC}' "
+                    f"(through cute.arch.retrieve_tmem_ptr)")
+
+    def _alloc_paths(self, u, allocs: list[Reached], deallocs: list[Reached], func) -> None:
+        for a in allocs:
+            if not deallocs:
+                self.report("error", a.op, func, f"'{TMEM_ALLOC}' (PTX tcgen05.alloc) has no '{TMEM_DEALLOC}' in this kernel: "
+                            f"the columns stay allocated when the CTA exits")
+                continue
+            mine = {(id_of(c.op), c.text) for c in a.conditions}
+            extras = [[c for c in d.conditions if (id_of(c.op), c.text) not in mine and not c.known] for d in deallocs]
+            if any(not e for e in extras):
+                continue
+            # two deallocs in the two branches of one `if` cover it
+            branches: dict[int, set[str]] = {}
+            for e in extras:
+                if len(e) == 1:
+                    branches.setdefault(id_of(e[0].op), set()).add(e[0].text)
+            if any(len(texts) == 2 for texts in branches.values()):
+                continue
+            cond = extras[0][0]
+            if all(c.level == Scope.CTA and not c.data for e in extras for c in e):
+                self.report("error", a.op, func,
+                            f"'{TMEM_ALLOC}' (PTX tcgen05.alloc) has no '{TMEM_DEALLOC}' on some path: every dealloc "
+                            f"sits under a condition this alloc does not", cond)
+            else:
+                self.report("warning", a.op, func,
+                            f"'{TMEM_ALLOC}' may miss its '{TMEM_DEALLOC}' on some path (it sits under a condition "
+                            f"this alloc does not)", cond)
+
+
+def id_of(op) -> int:
+    return hash(op)
+
+
+def _useful(loc) -> bool:
+    """Whether `loc` points at a line of user code: not unknown, and not the frame-name
+    stand-in CuTeDSL gives ops built outside a user statement (`loc("<module>"(...))`,
+    `loc("launcher"(...))`: a function's name where a statement's source text would be)."""
+    if loc is None:
+        return False
+    if loc.is_a_name() and re.fullmatch(r"<?[A-Za-z_][A-Za-z0-9_]*>?", loc.name_str):
+        return False
+    return _file_location(loc) is not None
+
+
+def _loop_line(loop):
+    """The op that carries a `for` loop's line. The `scf.for` itself gets the launcher's
+    location; CuTeDSL gives the `for` statement's line to the ops it builds for the loop
+    (the first ops of the body, those right after it): the first whose source text is the
+    `for` statement, else the last bound built before the loop that has a line."""
+    body = [o.operation for o in loop.regions[0].blocks[0].operations]
+    after, seen = [], False
+    for other in loop.block.operations:
+        other = other.operation
+        if seen:
+            after.append(other)
+            if len(after) > 4:
+                break
+        seen = seen or other == loop
+    for other in body[:8] + after:
+        loc = other.location
+        if _useful(loc) and loc.is_a_name() and loc.name_str.lstrip().startswith("for "):
+            return other
+    bounds = set(list(loop.operands)[:3])
+    found = None
+    for other in loop.block.operations:
+        other = other.operation
+        if other == loop:
+            break
+        if any(r in bounds for r in other.results) and _useful(other.location):
+            found = other
+    return found
+
+
+def _next_located(op):
+    """The location of the first op after `op` (its users' regions first) that has a useful one."""
+    candidates = []
+    for result in op.results:
+        for use in result.uses:
+            owner = use.owner
+            owner = owner.operation if hasattr(owner, "operation") else owner
+            candidates.append(owner)
+    block = op.block
+    following, seen = [], False
+    for other in block.operations:
+        other = other.operation
+        if seen:
+            following.append(other)
+        seen = seen or other == op
+    for candidate in candidates + following[:8]:
+        if _useful(candidate.location) and candidate.name not in ("arith.constant",):
+            return candidate.location
+        for region in candidate.regions:
+            for inner_block in region.blocks:
+                for inner in inner_block.operations:
+                    if _useful(inner.location):
+                        return inner.location
+    return None
+
+
+def _operand_names(op) -> tuple[str, ...]:
+    return ("number_of_threads",) if op.name in ("nvvm.barrier", "nvvm.barrier.arrive") and len(list(op.operands)) >= 2 else ()
+
+
+def _named_operand(op, name: str):
+    operands = list(op.operands)
+    return operands[1] if name == "number_of_threads" and len(operands) >= 2 else None
+
+
+def _barrier_id(u: Uniformity, op) -> int | None:
+    operands = list(op.operands)
+    if not operands:
+        return 0
+    return u.known_int(operands[0])
+
+
+def _address_root(value, depth: int = 12):
+    """('retrieve', slot) for an address read by retrieve_tmem_ptr, ('smem', None) for one
+    computed from a shared-memory address, (None, None) when neither can be told."""
+    frontier = [value]
+    seen = set()
+    for _ in range(depth):
+        following = []
+        for v in frontier:
+            if v in seen:
+                continue
+            seen.add(v)
+            owner = v.owner
+            if isinstance(owner, ir.Block):
+                continue
+            op = owner.operation if hasattr(owner, "operation") else owner
+            if op.name == TMEM_RETRIEVE:
+                return "retrieve", list(op.operands)[0]
+            for o in op.operands:
+                if "smem" in str(o.type):
+                    return "smem", None
+                following.append(o)
+        frontier = following
+        if not frontier:
+            break
+    return None, None
+
+
+def _same_storage(a, b) -> bool:
+    """Whether two smem pointers are the same slot: the same value, or equal views of one base."""
+    if a == b:
+        return True
+    return _strip(a) == _strip(b)
+
+
+def _strip(v):
+    for _ in range(6):
+        owner = v.owner
+        if isinstance(owner, ir.Block):
+            return v
+        op = owner.operation if hasattr(owner, "operation") else owner
+        if op.name in ("cute.recast_iter", "cute.get_iter") and len(list(op.operands)) == 1:
+            v = list(op.operands)[0]
+            continue
+        return op.get_asm() if not op.regions else v
+    return v
