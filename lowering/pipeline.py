@@ -262,7 +262,9 @@ class Pipeline:
                     pm.run(module.operation)
             except ir.MLIRError as e:
                 error = from_mlir_error(e, source)
-                raise LoweringError(internal_errors + error.diagnostics) from None
+                # a pass that failed with its own diagnostics needs no generic "pass failed" line
+                generic = not e.error_diagnostics and internal_errors
+                raise LoweringError(internal_errors + ([] if generic else error.diagnostics)) from None
         return result
 
     def _add_step(self, pm, step: _Step, sink, result, internal_errors, source) -> None:
@@ -299,6 +301,9 @@ def _as_mlir_pass(instance, report: PassReport, internal_errors: list[Diagnostic
         start = time.perf_counter()
         try:
             instance.run(op)
+        except LoweringError as e:  # a check that found errors: its located diagnostics fail the run
+            internal_errors.extend(e.diagnostics)
+            pass_.signal_pass_failure()
         except Exception as e:  # a bug in a pass: report it located, fail the pass, no traceback
             where = source.locate(e.location) if isinstance(e, PassCrash) else None
             text = str(e) if isinstance(e, PassCrash) else f"{type(e).__name__}: {e}"
