@@ -34,6 +34,14 @@ threads: all 2^32 f32 patterns checked against a numpy reference take 25-60 s.
 What the host run does not model: a GPU kernel compiled with flush-to-zero, or with
 mul+add contracted into fma, may differ from these IEEE results in the last place
 of arithmetic that a rewrite performs in floating point.
+
+bf16: the LLVM bundled with CuTeDSL 4.8.1 aborts the whole process (`LLVM ERROR:
+Error: unsupported operation`) when it JIT-compiles bf16 arithmetic feeding a bf16
+compare at -O1 and above on an x86-64 CPU with AVX512-BF16
+(reproducers/host-bf16-add-compare-avx512bf16). Widening the bf16 ops to f32 in MLIR
+does not avoid it: LLVM's InstCombine narrows `fptrunc(fadd(fpext, fpext))` and
+`fcmp(fpext, fpext)` back to bf16. -O0 compiles it, so any module holding a bf16
+value is JIT-compiled at -O0 (`HostKernel.opt_level` says which level was used).
 """
 
 from __future__ import annotations
@@ -258,10 +266,11 @@ class HostKernel:
     """
 
     def __init__(self, module_text: str, lowered_text: str, engine, src: _Scalar, dst: _Scalar, width: int,
-                 out_dtype: np.dtype, rewritten_text: str):
+                 out_dtype: np.dtype, rewritten_text: str, opt_level: int = 3):
         self.module_text = module_text  # the whole module before lowering to LLVM
         self.rewritten_text = rewritten_text  # the conversion function(s) after the body pipeline
         self.lowered_text = lowered_text  # LLVM dialect
+        self.opt_level = opt_level  # the LLVM optimization level the JIT used (0 for bf16, see above)
         self._engine = engine
         self._entry = engine.lookup("kernel")  # ctypes CFUNCTYPE: releases the GIL while it runs
         self.src, self.dst, self.width = src, dst, width
@@ -350,11 +359,20 @@ def compile_function(func_text: str, src_type: str, dst_type: str, body_pipeline
         if foreign:
             raise HostJitError(f"ops left after lowering to LLVM, the host cannot run them: {', '.join(foreign)}")
         lowered = str(module)
+        if _holds_bf16(module):
+            opt_level = 0  # the bundled LLVM aborts on bf16 arithmetic + compare at -O1+ (module docstring)
         try:
             engine = _execution_engine()(module, opt_level=opt_level)
         except Exception as e:  # noqa: BLE001  (the bindings raise RuntimeError or MLIRError)
             raise HostJitError(f"JIT compilation failed: {e}") from None
-    return HostKernel(text, lowered, engine, src, dst, width, _numpy_dtype(dst, signed_result), rewritten)
+    return HostKernel(text, lowered, engine, src, dst, width, _numpy_dtype(dst, signed_result), rewritten, opt_level)
+
+
+def _holds_bf16(module: ir.Module) -> bool:
+    """Whether any op of the module takes or makes a bf16 value (scalar or vector)."""
+    return any(
+        "bf16" in str(value.type) for op in _all_ops(module) for value in (*op.operands, *op.results)
+    )
 
 
 def _all_ops(module: ir.Module) -> list:
