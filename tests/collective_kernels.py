@@ -333,13 +333,15 @@ def _shfl_under_tid_div_32(dst: cute.Tensor, n: Int32):
     dst[tidx] = value
 
 
-@planted("shfl_in_lane_strided_loop", "sm_90a", "nvvm.shfl.sync", "a shuffle in `for i in range(lane, 48, 32)`: lanes 0-15 iterate twice, 16-31 once")
+@planted("shfl_in_lane_strided_loop", "sm_90a", "nvvm.shfl.sync", "a shuffle in `for i in range(2 * lane, 48, 32)`: lanes 0-7 iterate twice, 8-23 once, 24-31 never")
 @cute.kernel
 def _shfl_in_lane_strided_loop(dst: cute.Tensor, n: Int32):
     tidx, _, _ = cute.arch.thread_idx()
     lane = cute.arch.lane_idx()
     total = Float32(0.0)
-    for i in cutlass.range(lane, 48, 32):  # <- diverges
+    # (the start is computed on the `for` line, so the loop's line is in the IR: CuTeDSL
+    # gives scf.for itself no location, only the ops that compute its bounds)
+    for i in cutlass.range(2 * lane, 48, 32):  # <- diverges
         total = total + cute.arch.shuffle_sync_down(Float32(i), offset=1)  # <- collective
     dst[tidx] = total
 
