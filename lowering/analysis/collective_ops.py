@@ -54,7 +54,7 @@ _TINY = "tiny CuTeDSL kernel, PTX read (see tests/test_uniformity.py evidence no
 
 COLLECTIVES: tuple[Collective, ...] = (
     # --- CTA scope
-    Collective("nvvm.barrier", Scope.CTA, "bar.sync 0 / bar.sync id, count", "cute.arch.sync_threads / barrier: " + _TINY,
+    Collective("nvvm.barrier", Scope.CTA, "bar.sync", "cute.arch.sync_threads / barrier: " + _TINY,
                count_operand="number_of_threads"),
     Collective("nvvm.barrier0", Scope.CTA, "bar.sync 0", "upstream NVVM: __syncthreads"),
     Collective("nvvm.barrier.arrive", Scope.CTA, "bar.arrive id, count", _Q100 + ": bar.arrive 8, 64",

@@ -727,7 +727,9 @@ class Uniformity:
                 if new != pdom[i]:
                     pdom[i], changed = new, True
         block_conds: list[list[Condition]] = [[] for _ in range(n)]
+        recording = self._recording
         for rounds in range(2):  # block arguments carried around back edges settle in two rounds
+            self._recording = recording and rounds == 1
             for i, b in enumerate(blocks):
                 self._block(b, conds + tuple(block_conds[i]))
                 term = _terminator(b)
@@ -746,6 +748,7 @@ class Uniformity:
                                 if all(x.op != term for x in block_conds[j]):
                                     block_conds[j].append(c)
                 self._block_args(term, blocks, index)
+        self._recording = recording
 
     def _block_args(self, term, blocks, index) -> None:
         if not hasattr(term, "successors"):

@@ -210,7 +210,7 @@ class _Checker:
             who = threads.describe(reach)
             group = f"{'the CTA' if scope == Scope.CTA else 'a ' + scope.label}"
             message = f"{what} reached by only part of {group}: {who}"
-            if required is not None:
+            if required is not None and not required.all():
                 message = f"{what}, reached by {who}: the lanes that reach it and the lanes its mask names differ"
             self.report("error" if definite and not scope_uncertain else "warning", op, func,
                         message if definite else message + " (may diverge: other conditions may exclude those threads)", blame)
