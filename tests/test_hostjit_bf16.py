@@ -71,3 +71,45 @@ def test_modules_without_bf16_keep_their_opt_level():
     from lowering.hostjit import host_conversion
 
     assert host_conversion("f32", "f8E4M3FN", "builtin.module(truncf-to-select)").opt_level == 3
+
+
+_CUTEDSL_HOST_PATH = textwrap.dedent(
+    """
+    import os
+    os.environ["CUTE_DSL_ARCH"] = "sm_90a"
+    import cutlass, cutlass.cute as cute
+    from cutlass.cute.runtime import make_fake_compact_tensor
+
+    @cute.kernel
+    def _store(dst: cute.Tensor, v: cutlass.Int32):
+        tidx, _, _ = cute.arch.thread_idx()
+        dst[tidx] = v
+
+    @cute.jit
+    def host_loop(dst: cute.Tensor, n: cutlass.Int32, x: cutlass.BFloat16):
+        acc = x
+        flag = cutlass.Int32(0)
+        for i in range(n):  # host code: bf16 add feeding a bf16 compare in a dynamic loop
+            a = acc + acc
+            if a > cutlass.BFloat16(-1.0):
+                flag = flag + 1
+            acc = a * cutlass.BFloat16(0.5)
+        _store(dst, flag).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+    compiled = cute.compile(host_loop, make_fake_compact_tensor(cutlass.Int32, (32,)), cutlass.Int32(4),
+                            cutlass.BFloat16(1.0))
+    compiled.engine.lookup(compiled.function_name)  # the host JIT (opt level 2) compiles here
+    print("host entry compiled")
+    """
+)
+
+
+def test_cutedsl_own_host_path_does_not_reach_the_abort(tmp_path):
+    """What the reproducer's case.json says of CuTeDSL's paths: its @cute.jit host code with
+    the same pattern is JIT-compiled at its opt level 2 without the abort. If a CuTeDSL
+    release starts aborting here, host code of kernels is hit too: see the reproducer."""
+    script = tmp_path / "host_loop.py"  # CuTeDSL reads the function's source from its file
+    script.write_text(_CUTEDSL_HOST_PATH)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0 and "host entry compiled" in run.stdout, f"status {run.returncode}: {run.stderr[-2000:]}"
