@@ -1,0 +1,301 @@
+"""check-collectives over every kernel we can compile: false positives, collectives seen, cost.
+
+    python bench/check_collectives_sweep.py [--families ours,quack,fa4,cutlass] [--json OUT]
+
+Each family compiles in its own process (CuTeDSL reads CUTE_DSL_ARCH/LINEINFO/KEEP when
+imported; quack and FlashAttention-4 patch CuTe process-wide), with line info on (the
+locations the check reports) and `CUTE_DSL_KEEP=ptx` (which also turns CuTeDSL's caches
+off, so each compile is a real one). A trace-finalize hook runs `check_collectives` on
+every traced module, inside the compile, exactly where `prelowering(check="collectives")`
+runs it, and records: the collectives it sees (ops `collective_ops.collective_of`
+matches, by name), errors and warnings (with their text), the analysis' time, and the
+compile's wall time (analysis excluded). A compile that fails is recorded, not hidden.
+
+Families (no GPU needed; every one compiles for its own target):
+- ours: NVFP4 quantize/amax/dequantize (kernels/nvfp4.py) and the FMHA forward
+  (kernels/fmha.py: mma_sync and wgmma paths, features) for sm_90a and sm_100a;
+- quack: quack-kernels 0.6.5 (tests/quack_kernels.py), sm_90a and sm_100a;
+- fa4: FlashAttention-4 4.0.0b36's forward (`flash_attn.cute.flash_attn_func` under
+  torch's FakeTensorMode, FLASH_ATTENTION_ARCH picking the sm_100 or sm_90 kernel; its
+  schedulers ask the GPU for the SM count: FLASH_ATTENTION_NUM_SMS stands in); needs
+  `--fa4 DIR` (pip install --target DIR --no-deps flash-attn-4==4.0.0b36);
+- cutlass: CUTLASS's CuTeDSL examples (`--cutlass DIR`: a checkout of NVIDIA/cutlass,
+  read as files; see CUTLASS_EXAMPLES for what is compiled and how).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+TESTS = os.path.join(ROOT, "tests")
+
+
+# --- inside a worker: the hook that checks every traced module ---------------------------
+class Recorder:
+    """A trace-finalize hook: check_collectives on each module, timed, into `records`."""
+
+    def __init__(self):
+        self.records: list[dict] = []
+        self.current: str | None = None
+
+    def __call__(self, _owner, module, function_name: str) -> None:
+        from lowering.analysis.collective_ops import collective_of
+        from lowering.passes.check_collectives import check_collectives
+
+        start = time.perf_counter()
+        diagnostics = check_collectives(module)
+        seconds = time.perf_counter() - start
+        seen: Counter = Counter()
+
+        def walk(op):
+            for region in op.regions:
+                for block in region:
+                    for inner in block:
+                        found = collective_of(inner.operation)
+                        if found is not None:
+                            seen[found.op + (f"[{found.atom}]" if found.atom else "")] += 1
+                        walk(inner.operation)
+
+        walk(module.operation)
+        self.records.append({
+            "kernel": self.current, "function": function_name, "analysis_s": seconds,
+            "collectives": dict(seen),
+            "errors": [d.format() for d in diagnostics if d.severity == "error"],
+            "warnings": [d.format() for d in diagnostics if d.severity == "warning"],
+        })  # fmt: skip
+
+
+def run_builders(builders: list[tuple[str, object]], arch: str) -> list[dict]:
+    from lowering.cutedsl import dsl_singletons
+
+    recorder = Recorder()
+    for dsl in dsl_singletons():
+        dsl.register_trace_finalize_hook(recorder)
+    results = []
+    for name, build in builders:
+        recorder.current = name
+        before = len(recorder.records)
+        start = time.perf_counter()
+        error = None
+        try:
+            build()
+        except Exception as e:  # recorded: a compile that fails is part of the result
+            error = f"{type(e).__name__}: {str(e)[-1500:]}"
+        total = time.perf_counter() - start
+        traced = recorder.records[before:]
+        analysis = sum(r["analysis_s"] for r in traced)
+        results.append({
+            "kernel": name, "arch": arch, "compile_s": total - analysis, "analysis_s": analysis,
+            "compile_error": error, "traces": traced,
+        })  # fmt: skip
+        state = "COMPILE FAILED" if error else "ok"
+        errors = sum(len(r["errors"]) for r in traced)
+        warnings = sum(len(r["warnings"]) for r in traced)
+        print(f"{arch} {name}: {state}, {len(traced)} traced, {errors} errors, {warnings} warnings, "
+              f"{analysis * 1e3:.1f} ms analysis / {total - analysis:.2f} s compile", flush=True)  # fmt: skip
+    return results
+
+
+# --- the families ---------------------------------------------------------------------------
+def ours(arch: str) -> list:
+    from kernels import fmha, nvfp4
+
+    builders = []
+    for dtype in ("bfloat16", "float16", "float32"):
+        builders.append((f"nvfp4_quantize_{dtype}", lambda d=dtype: nvfp4.compile_quantize.__wrapped__(d, arch)))
+    builders += [
+        ("nvfp4_quantize_fptosi", lambda: nvfp4.compile_quantize.__wrapped__("bfloat16", arch, "fptosi")),
+        ("nvfp4_quantize_scale_from_amax", lambda: nvfp4.compile_quantize.__wrapped__("bfloat16", arch, scale_from_amax=True)),
+        ("nvfp4_amax", lambda: nvfp4.compile_amax.__wrapped__("bfloat16", arch)),
+        ("nvfp4_dequantize_bf16", lambda: nvfp4.compile_dequantize.__wrapped__("bfloat16", arch)),
+        ("nvfp4_dequantize_f32", lambda: nvfp4.compile_dequantize.__wrapped__("float32", arch)),
+    ]  # fmt: skip
+    compile_attention = getattr(fmha.compile_attention, "__wrapped__", fmha.compile_attention)
+    paths = ("mma_sync", "wgmma") if arch == "sm_90a" else ("mma_sync",)
+    features = [
+        dict(dtype="bfloat16", head_dim=128),
+        dict(dtype="float16", head_dim=64),
+        dict(dtype="bfloat16", head_dim=128, causal=True),
+        dict(dtype="bfloat16", head_dim=64, window=(64, 0)),
+        dict(dtype="bfloat16", head_dim=128, sink=True, causal=True),
+        dict(dtype="bfloat16", head_dim=128, out_format="nvfp4"),
+    ]
+    for path in paths:
+        for f in features:
+            label = "_".join(f"{k}{'' if v is True else v}" for k, v in f.items() if k not in ("dtype",)).replace(" ", "")
+            name = f"fmha_{path}_{f['dtype']}_{label}".replace("(", "").replace(")", "").replace(",", "x")
+            builders.append((name, lambda p=path, f=f: compile_attention(arch=arch, path=p, **f)))
+    return builders
+
+
+def quack(arch: str) -> list:
+    sys.path.insert(0, TESTS)
+    os.environ["QUACK_CACHE_ENABLED"] = "0"
+    import quack_kernels
+
+    quack_kernels.import_quack()
+    table = quack_kernels.builders()
+    return [(f"quack_{name}", lambda n=name: table[n](arch)) for name in quack_kernels.KERNELS]
+
+
+class _NoGpuHardwareInfo:
+    """What FA4's schedulers ask `cutlass.utils.HardwareInfo` for, from FLASH_ATTENTION_NUM_SMS."""
+
+    def __init__(self, *args, **kwargs):
+        self.sms = int(os.environ["FLASH_ATTENTION_NUM_SMS"])
+
+    def get_device_multiprocessor_count(self):
+        return self.sms
+
+    def get_max_active_clusters(self, cluster_size=1):
+        return self.sms // cluster_size
+
+    def get_l2_cache_size_in_bytes(self):
+        return 50 * 2**20
+
+
+def fa4(arch: str) -> list:
+    sys.path.insert(0, TESTS)
+    import quack_kernels
+
+    quack_kernels.import_quack()  # flash_attn.cute imports quack; quack/__init__ needs triton
+    import cutlass.utils
+    import cutlass.utils.hardware_info as hardware_info
+
+    cutlass.utils.HardwareInfo = hardware_info.HardwareInfo = _NoGpuHardwareInfo
+    import flash_attn.cute.tile_scheduler as tile_scheduler
+    import torch
+    from flash_attn.cute.interface import flash_attn_func
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    tile_scheduler.HardwareInfo = _NoGpuHardwareInfo
+
+    def forward(head_dim=128, causal=False, window=(None, None), heads_kv=4, sink=False, dtype=torch.bfloat16):
+        with FakeTensorMode():
+            q = torch.empty(2, 512, 8, head_dim, dtype=dtype, device="cuda")
+            k = torch.empty(2, 512, heads_kv, head_dim, dtype=dtype, device="cuda")
+            v = torch.empty(2, 512, heads_kv, head_dim, dtype=dtype, device="cuda")
+            learnable_sink = torch.empty(8, dtype=torch.bfloat16, device="cuda") if sink else None
+            flash_attn_func(q, k, v, causal=causal, window_size=window, learnable_sink=learnable_sink)
+
+    configs = [
+        ("fa4_fwd_d128", dict()),
+        ("fa4_fwd_d128_causal", dict(causal=True)),
+        ("fa4_fwd_d64", dict(head_dim=64)),
+        ("fa4_fwd_d128_local", dict(window=(128, 0))),
+        ("fa4_fwd_d128_gqa", dict(heads_kv=2, causal=True)),
+        ("fa4_fwd_d128_sink", dict(sink=True, causal=True)),
+        ("fa4_fwd_d128_fp16", dict(dtype=torch.float16)),
+    ]
+    return [(name, lambda c=c: forward(**c)) for name, c in configs]
+
+
+FAMILIES = {"ours": ours, "quack": quack, "fa4": fa4}
+ARCHS = {"ours": ("sm_90a", "sm_100a"), "quack": ("sm_90a", "sm_100a"), "fa4": ("sm_100a", "sm_90a"), "cutlass": ()}
+
+
+def worker(family: str, arch: str, out: str) -> int:
+    sys.path[:0] = [ROOT]
+    builders = FAMILIES[family](arch) if family != "cutlass" else cutlass_examples(arch)
+    results = run_builders(builders, arch)
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump(results, f, indent=1)
+    return 0
+
+
+# --- CUTLASS's CuTeDSL examples ---------------------------------------------------------------
+def cutlass_examples(arch: str) -> list:
+    import cutlass_examples_sweep  # bench/cutlass_examples_sweep.py: one adapter per example
+
+    return cutlass_examples_sweep.builders(arch, os.environ["CUTLASS_EXAMPLES_DIR"])
+
+
+# --- the driver ------------------------------------------------------------------------------
+def _env(family: str, arch: str, args) -> dict:
+    env = dict(os.environ)
+    env.update(
+        CUTE_DSL_ARCH=arch, CUTE_DSL_LINEINFO="1", CUTE_DSL_KEEP="ptx",
+        CUTE_DSL_DUMP_DIR=os.path.join(args.scratch, f"{family}_{arch}"), PYTHONPATH=os.pathsep.join([ROOT, HERE, TESTS]),
+    )  # fmt: skip
+    env.pop("CUTE_LOWERING_PIPELINE", None)
+    if family == "fa4":
+        env["PYTHONPATH"] += os.pathsep + args.fa4
+        env.update(FLASH_ATTENTION_ARCH=arch.rstrip("a"), FLASH_ATTENTION_NUM_SMS="148" if arch == "sm_100a" else "132")
+    if family == "cutlass":
+        env["CUTLASS_EXAMPLES_DIR"] = args.cutlass
+    return env
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--families", default="ours,quack,fa4,cutlass")
+    parser.add_argument("--archs", default="", help="only these archs (comma-separated)")
+    parser.add_argument("--fa4", default="/tmp/h2/fa4", help="where flash-attn-4 4.0.0b36 is installed (pip --target)")
+    parser.add_argument("--cutlass", default="", help="NVIDIA/cutlass examples/python/CuTeDSL as files")
+    parser.add_argument("--json", default=os.path.join(HERE, "check_collectives_sweep.json"))
+    parser.add_argument("--scratch", default="/tmp/check_collectives_sweep")
+    parser.add_argument("--worker", nargs=3, metavar=("FAMILY", "ARCH", "OUT"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        return worker(*args.worker)
+    os.makedirs(args.scratch, exist_ok=True)
+    everything = []
+    for family in args.families.split(","):
+        archs = ARCHS[family] or ("sm_90a", "sm_100a")
+        for arch in archs:
+            if args.archs and arch not in args.archs.split(","):
+                continue
+            out = os.path.join(args.scratch, f"{family}_{arch}.json")
+            command = [sys.executable, os.path.abspath(__file__), "--worker", family, arch, out]
+            print(f"== {family} {arch}", flush=True)
+            code = subprocess.run(command, env=_env(family, arch, args), timeout=3600).returncode
+            if code != 0 or not os.path.exists(out):
+                everything.append({"kernel": f"{family} worker", "arch": arch, "compile_error": f"worker exited {code}", "traces": []})
+                continue
+            with open(out, encoding="utf-8") as f:
+                for record in json.load(f):
+                    record["family"] = family
+                    everything.append(record)
+    with open(args.json, "w", encoding="utf-8") as f:
+        json.dump(everything, f, indent=1)
+    print(table(everything))
+    return 0
+
+
+def table(records: list[dict]) -> str:
+    """The RESULTS.md table: one row per family and arch."""
+    rows: dict = {}
+    for r in records:
+        key = (r.get("family", "?"), r["arch"])
+        row = rows.setdefault(key, Counter())
+        row["kernels"] += 1
+        row["compile failed"] += bool(r.get("compile_error"))
+        row["traced"] += len(r["traces"])
+        row["collectives"] += sum(sum(t["collectives"].values()) for t in r["traces"])
+        row["errors"] += sum(len(t["errors"]) for t in r["traces"])
+        row["warnings"] += sum(len(t["warnings"]) for t in r["traces"])
+        row["analysis_s"] += r.get("analysis_s", 0.0)
+        row["compile_s"] += r.get("compile_s", 0.0)
+    lines = [
+        "| family | arch | kernels (compile failed) | modules | collectives seen | errors | warnings | analysis | compile | analysis/compile |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for (family, arch), row in sorted(rows.items()):
+        share = row["analysis_s"] / row["compile_s"] if row["compile_s"] else 0.0
+        lines.append(
+            f"| {family} | {arch} | {row['kernels']} ({row['compile failed']}) | {row['traced']} | {row['collectives']} | "
+            f"{row['errors']} | {row['warnings']} | {row['analysis_s']:.2f} s | {row['compile_s']:.1f} s | {share:.1%} |"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

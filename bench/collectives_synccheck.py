@@ -1,0 +1,130 @@
+"""The planted sm_90a collective bugs of tests/collective_kernels.py, run on the GPU under synccheck.
+
+    python bench/collectives_synccheck.py --out DIR [--timeout 20] [--jobs 4] [--controls N] [CASE ...]
+
+What compute-sanitizer's synccheck sees at run time, per case, next to what
+check-collectives reports at compile time (bench/RESULTS.md has the table). Each case
+runs in its own process, `timeout -k 5 <timeout> compute-sanitizer --tool synccheck
+python bench/collectives_synccheck.py --run CASE`, so a hung kernel is killed with its
+process and leaves nothing behind. Writes DIR/synccheck.json and DIR/synccheck.md.
+
+Without a GPU (or without compute-sanitizer) it says so and exits 2, running nothing.
+`--controls N` also runs the first N correct sm_90a kernels (should be clean).
+
+The worker (`--run CASE`) compiles the case for sm_90a (no check: the bug must reach the
+GPU), launches it once on a 4096-float tensor with the `n` below, synchronizes, and
+prints `RAN <case>`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+TESTS = os.path.join(ROOT, "tests")
+
+# `n` (the kernel argument) for the launch: chosen so the planted condition really splits
+# its group at run time (a bounds test with n = 100 leaves threads 100..127 of CTA 0 out).
+RUNTIME_N = {"mma_sync_under_lane_condition": 3}
+DEFAULT_N = 100
+
+_ERROR_LINE = re.compile(r"^=+\s+((?:Barrier error|Warp error|Invalid|[^\n]*detected)[^\n]*)", re.I | re.M)
+_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error", re.I)
+
+
+def run_case(name: str) -> int:
+    """Worker: compile the case for sm_90a and run it once."""
+    sys.path[:0] = [TESTS, ROOT]
+    import torch
+    from cutlass import Int32
+    from cutlass.cute.runtime import from_dlpack
+
+    import collective_kernels as ck
+
+    case = ck.CASES[name]
+    compiled = ck.compile_case(case)
+    dst = torch.zeros(ck.DST_ELEMENTS, dtype=torch.float32, device="cuda")
+    print(f"LAUNCH {name}", flush=True)
+    compiled(from_dlpack(dst), Int32(RUNTIME_N.get(name, DEFAULT_N)))
+    torch.cuda.synchronize()
+    print(f"RAN {name}", flush=True)
+    return 0
+
+
+def classify(returncode: int, output: str, timed_out: bool) -> dict:
+    errors = _SUMMARY.search(output)
+    count = int(errors.group(1)) if errors else None
+    first = _ERROR_LINE.search(output)
+    if timed_out and "LAUNCH " in output:
+        verdict = "hang (launched, killed at the timeout)"
+    elif timed_out:
+        verdict = "timed out before the launch"
+    elif count:
+        verdict = f"{count} synccheck error(s)"
+    elif "RAN " in output and count == 0:
+        verdict = "clean"
+    else:
+        verdict = f"failed (exit {returncode})"
+    return {"verdict": verdict, "errors": count, "first": first.group(1).strip() if first else None}
+
+
+def sanitize(name: str, timeout: int, out: str) -> dict:
+    command = ["timeout", "-k", "5", str(timeout), "compute-sanitizer", "--tool", "synccheck",
+               sys.executable, os.path.abspath(__file__), "--run", name]  # fmt: skip
+    start = time.perf_counter()
+    run = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    seconds = time.perf_counter() - start
+    output = run.stdout + run.stderr
+    with open(os.path.join(out, f"{name}.log"), "w", encoding="utf-8") as f:
+        f.write(output)
+    timed_out = run.returncode in (124, 137)
+    record = {"case": name, "returncode": run.returncode, "seconds": round(seconds, 1)}
+    record.update(classify(run.returncode, output, timed_out))
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("cases", nargs="*")
+    parser.add_argument("--out", default="synccheck_out")
+    parser.add_argument("--timeout", type=int, default=20)
+    parser.add_argument("--jobs", type=int, default=4)
+    parser.add_argument("--controls", type=int, default=0)
+    parser.add_argument("--run", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.run:
+        return run_case(args.run)
+    if shutil.which("compute-sanitizer") is None or shutil.which("nvidia-smi") is None:
+        print("no GPU here (compute-sanitizer/nvidia-smi not found): nothing run", file=sys.stderr)
+        return 2
+    sys.path[:0] = [TESTS, ROOT]
+    import collective_kernels as ck
+
+    sm90 = [c for c in ck.CASES.values() if c.runs_on_sm90]
+    names = args.cases or [c.name for c in sm90 if c.expect != "ok"] + [c.name for c in sm90 if c.expect == "ok"][: args.controls]
+    os.makedirs(args.out, exist_ok=True)
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        records = list(pool.map(lambda n: sanitize(n, args.timeout, args.out), names))
+    for r in records:
+        r["expect"] = ck.CASES[r["case"]].expect
+    with open(os.path.join(args.out, "synccheck.json"), "w", encoding="utf-8") as f:
+        json.dump(records, f, indent=1)
+    lines = ["| case | expected | synccheck at run time | first report | s |", "| --- | --- | --- | --- | --- |"]
+    lines += [f"| {r['case']} | {r['expect']} | {r['verdict']} | {r['first'] or ''} | {r['seconds']} |" for r in records]
+    with open(os.path.join(args.out, "synccheck.md"), "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
