@@ -52,6 +52,11 @@ class LoweringError(Exception):
         super().__init__("\n".join(d.format() for d in self.diagnostics))
 
 
+class CheckFailed(LoweringError):
+    """A check pass (check-collectives) found bugs in the IR it checked: the input's
+    author's to fix, not a failure of the toolkit."""
+
+
 @dataclass
 class SourceBuffer:
     """Text handed to the parser, with where it came from in the user's file."""

@@ -35,7 +35,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from lowering.diagnostics import Diagnostic, LoweringError, SourceBuffer
+from lowering.diagnostics import CheckFailed, Diagnostic, LoweringError, SourceBuffer
 from lowering.pipeline import Pipeline, PipelineResult
 
 log = logging.getLogger("lowering")
@@ -131,9 +131,17 @@ def install_from_env() -> str | None:
 
 
 class prelowering(contextlib.ContextDecorator):
-    """Context manager and decorator: CuTeDSL compiles inside run `pipeline` first."""
+    """Context manager and decorator: CuTeDSL compiles inside run `pipeline` first.
 
-    def __init__(self, pipeline: str = AUTO):
+    `check="collectives"` runs `check-collectives` before it (`"collectives-warn"`: its
+    mode=warn): a compile whose kernel has a divergent collective raises
+    `PreloweringError` with the located errors instead of producing a cubin. Per-op
+    lines need CuTeDSL's line info (`CUTE_DSL_LINEINFO=1`); the pipeline form is
+    `"builtin.module(check-collectives,auto)"` (`auto` as an element: the arch's own).
+    """
+
+    def __init__(self, pipeline: str = AUTO, check: str | None = None):
+        pipeline = with_check(pipeline, check)
         _check(pipeline)
         self.pipeline = pipeline
         self._tokens: list[contextvars.Token] = []
@@ -161,7 +169,36 @@ def reports() -> list[PreloweringReport]:
 def _check(pipeline: str) -> None:
     """Reject a malformed pipeline now, not in the middle of a compile."""
     if pipeline != AUTO:
-        _parsed(pipeline)
+        _parsed(resolve(pipeline, "sm_90a"))  # any known arch: this checks the text
+
+
+CHECKS = {"collectives": "check-collectives", "collectives-warn": "check-collectives{mode=warn}"}
+
+
+def with_check(pipeline: str, check: str | None) -> str:
+    """`pipeline` with the check pass named by `check` in front (None: unchanged)."""
+    if check is None:
+        return pipeline
+    if check not in CHECKS:
+        raise ValueError(f"check must be one of {', '.join(CHECKS)}, not {check!r}")
+    from lowering.pipeline import parse_pipeline
+
+    rest = AUTO if pipeline == AUTO else ",".join(e.text for e in parse_pipeline(pipeline))
+    return f"builtin.module({CHECKS[check]}{',' + rest if rest else ''})"
+
+
+def resolve(pipeline: str, arch: str) -> str:
+    """The pipeline to run for `arch`: `auto`, alone or as an element, is `auto_pipeline(arch)`."""
+    if pipeline == AUTO:
+        return auto_pipeline(arch)
+    from lowering.pipeline import parse_pipeline
+
+    elements = parse_pipeline(pipeline)
+    if not any(e.name == AUTO and e.options is None and e.children is None for e in elements):
+        return pipeline
+    inner = auto_pipeline(arch)[len("builtin.module(") : -1]
+    texts = [inner if e.name == AUTO and e.options is None and e.children is None else e.text for e in elements]
+    return "builtin.module(" + ",".join(texts) + ")"
 
 
 @functools.lru_cache(maxsize=64)
@@ -184,7 +221,7 @@ def _run_in_trace(owner, module, function_name: str) -> None:
         return
     start = time.perf_counter()
     arch = _arch_of(owner)
-    text = auto_pipeline(arch) if requested == AUTO else requested
+    text = resolve(requested, arch)
     report = PreloweringReport(function_name, arch, text)
     dump = os.environ.get(ENV_DUMP, "").strip()
     if dump:
@@ -199,6 +236,12 @@ def _run_in_trace(owner, module, function_name: str) -> None:
         return
     try:
         result = _parsed(text).run(module, SourceBuffer(function_name, ""))
+    except CheckFailed as e:  # the kernel's bugs, found by a check pass: located, its author's to fix
+        raise PreloweringError(
+            [Diagnostic("error", f"'{function_name}' ({arch}): a check found bugs in this kernel (below), so no cubin was built. "
+                        "They are the kernel's, not CuTeDSL's nor cute-lowering's (whatever CuTeDSL's wrapper says)")]
+            + e.diagnostics
+        ) from None
     except LoweringError as e:
         # The input verified, so this failure is ours: say so, and what to send us.
         raise PreloweringError(
@@ -232,7 +275,7 @@ def _finish(report: PreloweringReport, start: float) -> None:
     del _reports[:-_MAX_REPORTS]
     log.info("prelowering %s", report.summary())
     for remark in report.remarks:
-        log.debug("%s", remark.format())
+        (log.warning if remark.severity == "warning" else log.debug)("%s", remark.format())
 
 
 def _record(report: PreloweringReport, result: PipelineResult) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lowering.diagnostics import (
+    CheckFailed,
     Diagnostic,
     DiagnosticSink,
     LoweringError,
@@ -169,6 +170,7 @@ class PassReport:
     counts: dict[str, int]
     descriptions: dict[str, str]
     seconds: float = 0.0
+    found_bugs: bool = False  # a check pass that failed on the kernel it checked (CheckFailed)
 
 
 @dataclass
@@ -264,7 +266,12 @@ class Pipeline:
                 error = from_mlir_error(e, source)
                 # a pass that failed with its own diagnostics needs no generic "pass failed" line
                 generic = not e.error_diagnostics and internal_errors
-                raise LoweringError(internal_errors + ([] if generic else error.diagnostics)) from None
+                diagnostics = internal_errors + ([] if generic else error.diagnostics)
+                # only checks failed, on what they checked: the input's bugs, not ours
+                checks_only = generic and any(p.found_bugs for p in result.passes) and not any(
+                    d.message.startswith("internal error") for d in internal_errors
+                )
+                raise (CheckFailed if checks_only else LoweringError)(diagnostics) from None
         return result
 
     def _add_step(self, pm, step: _Step, sink, result, internal_errors, source) -> None:
@@ -303,6 +310,7 @@ def _as_mlir_pass(instance, report: PassReport, internal_errors: list[Diagnostic
             instance.run(op)
         except LoweringError as e:  # a check that found errors: its located diagnostics fail the run
             internal_errors.extend(e.diagnostics)
+            report.found_bugs = isinstance(e, CheckFailed)
             pass_.signal_pass_failure()
         except Exception as e:  # a bug in a pass: report it located, fail the pass, no traceback
             where = source.locate(e.location) if isinstance(e, PassCrash) else None

@@ -204,13 +204,18 @@ def is_kernel(op) -> bool:
 
 
 def gpu_functions(module_op) -> Iterable:
-    """Kernels and device functions: function-like ops inside a `gpu.module`."""
-    for op in _walk(_operation(module_op)):
-        if op.name == "gpu.module":
-            for inner in op.regions[0].blocks[0].operations:
-                inner = inner.operation
-                if inner.name in ("cuda.kernel", "gpu.func", "func.func", "llvm.func") and len(inner.regions[0].blocks):
-                    yield inner
+    """Kernels and device functions: function-like ops inside a `gpu.module` (at the top
+    level of the module, or the module itself)."""
+    root = _operation(module_op)
+    modules = [root] if root.name == "gpu.module" else [
+        op.operation for region in root.regions for block in region.blocks for op in block.operations
+        if op.operation.name == "gpu.module"
+    ]
+    for gpu_module in modules:
+        for inner in gpu_module.regions[0].blocks[0].operations:
+            inner = inner.operation
+            if inner.name in ("cuda.kernel", "gpu.func", "func.func", "llvm.func") and len(inner.regions[0].blocks):
+                yield inner
 
 
 def _operation(op) -> ir.Operation:
@@ -224,6 +229,21 @@ def _walk(op):
         for block in region.blocks:
             for inner in block.operations:
                 yield from _walk(inner.operation)
+
+
+_KINDS: dict[str, str] = {}
+
+
+def _kind_of(name: str) -> str:
+    """How the analysis treats an op by its name: a source of facts, arithmetic it evaluates, or generic."""
+    if name in ("arith.constant", "cute_nvgpu.arch.make_warp_uniform", "nvvm.shfl.sync", "nvvm.vote.sync",
+                "nvvm.redux.sync", "nvvm.elect.sync", "cute.memref.alloca") or name.startswith("nvvm.read.ptx.sreg."):
+        return "source"
+    if any(k in name for k in _PER_THREAD_OPS) or "load" in name or name.endswith(".ld") or ".ld." in name:
+        return "source"
+    if name in _BINARY or name in _CASTS or name in ("arith.cmpi", "arith.select"):
+        return "arith"
+    return "generic"
 
 
 # --- evaluation of integer arithmetic on known per-thread values ----------------------
@@ -302,26 +322,36 @@ class Uniformity:
 
     def _join(self, facts: list[Fact], why: str = "") -> Fact:
         """A value that is one of `facts` (or computed from all of them)."""
-        worst = max(facts, key=lambda f: (f.level, f.data)) if facts else UNIFORM
-        data = any(f.data and f.level > Scope.CTA for f in facts)
+        worst, data = UNIFORM, False
+        for f in facts:
+            if f.level > worst.level or (f.level == worst.level and f.data and not worst.data):
+                worst = f
+            data = data or (f.data and f.level > Scope.CTA)
+        if worst.level == Scope.CTA:
+            return UNIFORM
         return Fact(worst.level, None, worst.why or why, data)
 
     def _default(self, op, operands: list[Fact]) -> Fact:
         """A result computed from its operands by an op we do not evaluate."""
-        if not operands:
-            return UNIFORM
-        joined = self._join(operands)
-        return Fact(joined.level, None, joined.why, joined.data)
+        return self._join(operands) if operands else UNIFORM
 
     def _evaluate(self, op) -> None:
-        name = op.name
-        results = list(op.results)
-        if not results:
+        results = op.results
+        if not len(results):
             return
+        name = op.name
+        kind = _KINDS.get(name)
+        if kind is None:
+            kind = _KINDS[name] = _kind_of(name)
         operands = [self.fact(v) for v in op.operands]
-        fact = self._source(op, name, operands)
-        if fact is None:
-            fact = self._arith(op, name, operands)
+        fact = None
+        if kind == "source":
+            fact = self._source(op, name, operands)
+        elif kind == "arith":
+            if all(f is UNIFORM for f in operands):
+                fact = UNIFORM  # the common case, decided without numpy
+            else:
+                fact = self._arith(op, name, operands)
         if fact is None:
             fact = self._default(op, operands)
         for r in results:
@@ -395,6 +425,8 @@ class Uniformity:
         """Integer arithmetic on values known up to a CTA-uniform term (`tidx + bidx * 128 < n`)."""
         if any(f.data or (not f.known and not f.shifted and f.level > Scope.CTA) for f in operands):
             return None
+        if all(f.level == Scope.CTA and not f.shifted for f in operands):
+            return UNIFORM
         if not any(f.shifted or not f.known for f in operands):
             return None
         vals = [f.values if f.values is not None else np.array(0, dtype=np.int64) for f in operands]
@@ -520,19 +552,26 @@ class Uniformity:
             else:
                 self._set(r, self._join([c, a, b]))
 
-    def _loop_body(self, block_args, inits: list[Fact], run: Callable[[], list[Fact]]) -> list[Fact]:
-        """Iterate a loop body to a fixpoint of its carried values' facts; returns the yielded facts."""
+    def _loop_body(self, block_args, inits: list[Fact], run: Callable[[], list[Fact]], record: bool = False) -> tuple[list[Fact], bool]:
+        """Iterate a loop body to a fixpoint of its carried values' facts; returns the carried
+        facts and whether the ops watched in the body were recorded (`record`: by the round
+        that found the fixpoint, which ran on exactly those facts; the other rounds' records
+        are dropped). A loop whose facts do not change is thus walked once."""
         current = list(inits)
         recording = self._recording
-        self._recording = False
+        self._recording = recording and record
+        recorded = False
         try:
             for _ in range(_MAX_FIXPOINT_ROUNDS):
+                mark = len(self.reached)
                 for arg, f in zip(block_args, current):
                     self._set(arg, f)
                 yielded = run()
                 merged = [_merge(a, b, self) for a, b in zip(current, yielded)]
                 if all(_same(a, b) for a, b in zip(current, merged)):
+                    recorded = self._recording
                     break
+                del self.reached[mark:]
                 current = merged
             else:
                 current = [Fact(Scope.THREAD, None, f.why or "a value carried around a loop", f.data) if f.level > Scope.CTA else f for f in current]
@@ -540,7 +579,7 @@ class Uniformity:
             self._recording = recording
         for arg, f in zip(block_args, current):
             self._set(arg, f)
-        return current
+        return current, recorded
 
     def _for(self, op, conds) -> None:
         lb, ub, step = (self.fact(v) for v in list(op.operands)[:3])
@@ -552,15 +591,16 @@ class Uniformity:
         iv_fact = self._join([lb, step], "the loop's induction variable")
         if iv_fact.level > Scope.CTA:
             iv_fact = Fact(iv_fact.level, None, iv_fact.why or "the loop's induction variable", iv_fact.data)
+        term = _terminator(body)
 
         def run():
             self._set(iv, iv_fact)
             self._block(body, inner)
-            return [self.fact(v) for v in _terminator_operands_block(body)]
+            return [self.fact(v) for v in term.operands] if term is not None else []
 
-        final = self._loop_body(carried, inits, run)
+        final, recorded = self._loop_body(carried, inits, run, record=True)
         self._set(iv, iv_fact)
-        if self._recording:
+        if self._recording and not recorded:
             self._block(body, inner)
         for r, f in zip(op.results, final):
             self._set(r, self._join([f] + ([Fact(cond.level, None, cond.text, cond.data)] if cond else [])) if cond else f)
@@ -605,39 +645,35 @@ class Uniformity:
     def _while(self, op, conds) -> None:
         before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
         inits = [self.fact(v) for v in op.operands]
+        term = _terminator(before)
+        after_term = _terminator(after)
+        flag, args = term.operands[0], list(term.operands)[1:]
+        # when the carried values are known per thread, the threads looping at each iteration
+        simulated = self._simulate_while(op, before, after, inits, conds)
         state: dict = {}
 
         def run():
             self._block(before, conds)
-            term = _terminator(before)
-            flag, args = term.operands[0], list(term.operands)[1:]
-            cond = self._condition(term, flag, "the `while` condition")
-            state["cond"], state["args"] = cond, args
+            cond = simulated or self._condition(term, flag, "the `while` condition")
+            state["cond"] = cond
             for a, v in zip(after.arguments, args):
                 self._set(a, self.fact(v))
             self._block(after, conds + ((cond,) if cond else ()))
-            return [self.fact(v) for v in _terminator_operands_block(after)]
+            return [self.fact(v) for v in after_term.operands] if after_term is not None else []
 
-        simulated = self._simulate_while(op, before, after, inits, conds)
-        self._loop_body(before.arguments, inits, run)
-        if self._recording:
-            self._block(before, conds)
-            term = _terminator(before)
-            cond = self._condition(term, term.operands[0], "the `while` condition")
-            if simulated is not None:
-                cond = simulated
-            for a, v in zip(after.arguments, list(term.operands)[1:]):
-                self._set(a, self.fact(v))
-            self._block(after, conds + ((cond,) if cond else ()))
-            state["cond"] = cond
+        _, recorded = self._loop_body(before.arguments, inits, run, record=True)
+        if self._recording and not recorded:
+            run()
         cond = state.get("cond")
-        for r, v in zip(op.results, state.get("args", [])):
+        for r, v in zip(op.results, args):
             f = self.fact(v)
-            self._set(r, self._join([f] + ([Fact(cond.level, None, cond.text, cond.data)] if cond else [])) if cond else f)
+            self._set(r, self._join([f, Fact(cond.level, None, cond.text, cond.data)]) if cond else f)
 
     def _simulate_while(self, op, before, after, inits: list[Fact], conds) -> Condition | None:
         """Run a `while` whose carried values are known per thread, iteration by iteration:
         the threads still looping at each iteration (`k = lane; while k < 40: k += 32`)."""
+        if not any(f.known and f.level > Scope.CTA for f in inits):
+            return None  # nothing per-thread to follow: the fixpoint decides
         n = self.threads.count
         # per carried value: its per-thread values while they stay known, else its fact
         values: list = [np.broadcast_to(f.values, (n,)).copy() if f.known else f for f in inits]

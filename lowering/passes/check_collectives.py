@@ -61,7 +61,7 @@ from lowering.analysis.uniformity import (
     gpu_functions,
     threads_reaching,
 )
-from lowering.diagnostics import Diagnostic, DiagnosticSink, LoweringError, SourceBuffer, _file_location
+from lowering.diagnostics import CheckFailed, Diagnostic, DiagnosticSink, SourceBuffer, _file_location
 from lowering.mlir import inert_values, ir
 from lowering.registry import choice, register_pass
 
@@ -112,7 +112,7 @@ class CheckCollectives:
         self.counts.update(checker.counts)
         errors = [d for d in checker.diagnostics if d.severity == "error"]
         if errors:
-            raise LoweringError(checker.diagnostics)  # the pipeline fails with them, located
+            raise CheckFailed(checker.diagnostics)  # the pipeline fails with them, located
         self.sink.diagnostics.extend(checker.diagnostics)
 
 
@@ -154,12 +154,13 @@ class _Checker:
         watched = lambda op: is_candidate(op) or op.name in (TMEM_ALLOC, TMEM_DEALLOC)  # noqa: E731
         analysis = Uniformity(func, watch=watched)
         allocs, deallocs = [], []
-        named: dict[int, int] = Counter()
+        # uses per named-barrier id; None counts the sites whose id is computed at run time
+        named: Counter = Counter()
         for r in analysis.reached:
-            if r.op.name in ("nvvm.barrier", "nvvm.barrier.arrive"):
-                bid = _barrier_id(analysis, r.op)
-                if bid is not None:
-                    named[bid] += 1
+            if r.op.name in ("nvvm.barrier", "nvvm.barrier.arrive", "nvvm.barrier0"):
+                named[_barrier_id(analysis, r.op)] += 1
+            elif r.op.name in ("llvm.inline_asm", "nvvm.inline_ptx") and collective_of(r.op) is not None:
+                named[None] += 1  # a barrier in inline PTX: its id is not read
         for r in analysis.reached:
             entry = collective_of(r.op)
             if r.op.name == TMEM_ALLOC:
@@ -275,7 +276,7 @@ class _Checker:
                 return
             bid = _barrier_id(u, op)
             arriving = int(reach.sum())
-            if threads.known and bid is not None and named.get(bid, 0) == 1 and not [c for c in unknown if c.level > Scope.CTA] \
+            if threads.known and bid is not None and named.get(bid, 0) == 1 and not named.get(None) and not [c for c in unknown if c.level > Scope.CTA] \
                     and not any(c.level == Scope.CTA and not c.known for c in unknown) and arriving and arriving != count:
                 self.report("error", op, func,
                             f"{what}: it is the only use of barrier {bid}, and {arriving} threads reach it "
