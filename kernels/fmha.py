@@ -750,7 +750,7 @@ def attention(
             codes, scales, lse = ops.attention_nvfp4_impl(q, k, v, sink, global_scale, softmax_scale, left, right, path, exp2_on_fma, exp2_impl)
         else:
             codes, scales, lse = ops.attention_nvfp4(q, k, v, sink, global_scale, softmax_scale, left, right, path, exp2_on_fma, exp2_impl)
-        out = (codes, scales, global_scale.reshape(()) if global_scale.dim() else global_scale)
+        out = (codes, scales.view(torch.float8_e4m3fn), global_scale.reshape(()) if global_scale.dim() else global_scale)
     elif ops.direct(q, k, v, sink):
         out, lse = ops.attention_impl(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma, exp2_impl)
     else:

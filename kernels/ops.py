@@ -7,7 +7,9 @@
     out, lse = torch.ops.cute_lowering.attention(q, k, v, sink, softmax_scale, left, right)
     codes, scales, lse = torch.ops.cute_lowering.attention_nvfp4(q, k, v, sink, global_scale, softmax_scale, left, right)
 
-Each op is a `torch.library.custom_op` with a fake impl that gives the exact output
+The ops return E4M3 scales as their uint8 bits (torch's op checks cannot compare
+float8 outputs: opcheck's schema test fails on them); the public functions view them as
+float8_e4m3fn. Each op is a `torch.library.custom_op` with a fake impl that gives the exact output
 shapes and dtypes and applies the same shape/dtype rules as the CUDA impl, so
 `torch.compile(fullgraph=True)` traces a model that calls them without a graph break,
 and wrong shapes fail while tracing. The public functions (`kernels.nvfp4.quantize`,
@@ -136,12 +138,12 @@ def _amax_launch(x):
 
 
 def quantize_impl(x: Tensor, global_scale: Tensor, variant: str = "plain") -> tuple[Tensor, Tensor]:
-    """x [M, K] -> (packed uint8 [M, K/2], scales float8_e4m3fn [M, K/16]) with a given global scale."""
+    """x [M, K] -> (packed uint8 [M, K/2], scales' E4M3 bits as uint8 [M, K/16]) with a given global scale."""
     if global_scale is None or not _quantize_ok(x, global_scale, variant):
         nvfp4.check_quantize_input(x, global_scale, variant, scale_given=True)
     m, k = x.shape
     packed = x.new_empty((m, k // 2), dtype=_U8)
-    scales = x.new_empty((m, k // _BLOCK), dtype=_E4M3)
+    scales = x.new_empty((m, k // _BLOCK), dtype=_U8)
     if m * k:
         device = x.get_device()
         _quantize_launch(x, variant, False)(
@@ -160,11 +162,12 @@ def quantize_computing_scale_impl(x: Tensor, variant: str = "plain") -> tuple[Te
         nvfp4.check_quantize_input(x, None, variant)
     m, k = x.shape
     packed = x.new_empty((m, k // 2), dtype=_U8)
-    scales = x.new_empty((m, k // _BLOCK), dtype=_E4M3)
+    scales = x.new_empty((m, k // _BLOCK), dtype=_U8)
     if not m * k:
         return packed, scales, x.new_ones((), dtype=_F32)
-    amax = x.new_zeros((), dtype=_F32)
-    global_scale = x.new_empty((), dtype=_F32)
+    # [amax (the atomics start from 0), global scale]: one allocation; the op returns element 1
+    amax_and_scale = x.new_zeros((2,), dtype=_F32)
+    amax, global_scale = amax_and_scale[0], amax_and_scale[1]
     device = x.get_device()
     stream = _stream(device)
     _amax_launch(x)(x.data_ptr(), amax.data_ptr(), m * k, stream)
@@ -263,7 +266,8 @@ def _attention_launch(q, has_sink, left, right, path, exp2_on_fma, exp2_impl, nv
     arch = _arch(device)
     # the wgmma path's tile choice (its knobs' current values) is part of the key: a knob
     # sweep that edits them between calls gets the kernel it asked for
-    config = fmha.fmha_sm90.config_for(d, left >= 0, right >= 0) if path != "mma_sync" and arch in fmha.fmha_sm90.ARCHS else None
+    config_for = getattr(fmha.fmha_sm90, "config_for", None)  # (tile knobs by configuration, where they exist)
+    config = config_for(d, left >= 0, right >= 0) if config_for and path != "mma_sync" and arch in fmha.fmha_sm90.ARCHS else None
     key = ("attention", q.dtype, d, device, left >= 0, right >= 0, has_sink, path, exp2_on_fma, exp2_impl, nvfp4_out, config)
     entry = _LAUNCHERS.get(key)
     if entry is not None:
@@ -288,7 +292,7 @@ def _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma,
     lse = q.new_empty((b, hq, sq), dtype=_F32)
     if global_scale is not None:
         codes = q.new_empty((b, sq, hq, d // 2), dtype=_U8)
-        scales = q.new_empty((b, sq, hq, d // _BLOCK), dtype=_E4M3)
+        scales = q.new_empty((b, sq, hq, d // _BLOCK), dtype=_U8)
         out = None
         outputs = (codes.data_ptr(), scales.data_ptr(), global_scale.data_ptr())
     else:
@@ -316,7 +320,7 @@ def attention_nvfp4_impl(
     q: Tensor, k: Tensor, v: Tensor, sink: Optional[Tensor], global_scale: Tensor, softmax_scale: float, window_left: int,
     window_right: int, path: str = "auto", exp2_on_fma: Optional[float] = None, exp2_impl: Optional[str] = None,
 ) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
-    """(codes uint8 [B, Sq, Hq, D/2], scales e4m3 [B, Sq, Hq, D/16], lse): O quantized by the epilogue."""
+    """(codes uint8 [B, Sq, Hq, D/2], scales' E4M3 bits uint8 [B, Sq, Hq, D/16], lse): O quantized by the epilogue."""
     if type(global_scale) is not Tensor:
         fmha.check_attention_input(q, k, v, sink, softmax_scale, global_scale)
     return _attention_run(q, k, v, sink, softmax_scale, window_left, window_right, path, exp2_on_fma, exp2_impl, global_scale)
@@ -335,7 +339,7 @@ def nvfp4_quantize(x: Tensor, global_scale: Tensor, variant: str = "plain") -> t
 def _(x, global_scale, variant="plain"):
     nvfp4.check_quantize_shapes(x, global_scale, variant)
     m, k = x.shape
-    return x.new_empty((m, k // 2), dtype=_U8), x.new_empty((m, k // _BLOCK), dtype=_E4M3)
+    return x.new_empty((m, k // 2), dtype=_U8), x.new_empty((m, k // _BLOCK), dtype=_U8)
 
 
 @torch.library.custom_op(f"{NAMESPACE}::nvfp4_quantize_computing_scale", mutates_args=())
@@ -347,7 +351,7 @@ def nvfp4_quantize_computing_scale(x: Tensor, variant: str = "plain") -> tuple[T
 def _(x, variant="plain"):
     nvfp4.check_quantize_shapes(x, None, variant)
     m, k = x.shape
-    return x.new_empty((m, k // 2), dtype=_U8), x.new_empty((m, k // _BLOCK), dtype=_E4M3), x.new_empty((), dtype=_F32)
+    return x.new_empty((m, k // 2), dtype=_U8), x.new_empty((m, k // _BLOCK), dtype=_U8), x.new_empty((), dtype=_F32)
 
 
 @torch.library.custom_op(f"{NAMESPACE}::nvfp4_dequantize", mutates_args=())
@@ -401,7 +405,7 @@ def _(q, k, v, sink, global_scale, softmax_scale, window_left, window_right, pat
     b, sq, hq, d = q.shape
     return (
         q.new_empty((b, sq, hq, d // 2), dtype=_U8),
-        q.new_empty((b, sq, hq, d // _BLOCK), dtype=_E4M3),
+        q.new_empty((b, sq, hq, d // _BLOCK), dtype=_U8),
         q.new_empty((b, hq, sq), dtype=_F32),
     )
 

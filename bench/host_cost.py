@@ -1,0 +1,203 @@
+"""Per-call host cost of the torch ops' launch path against torch SDPA's, in one run (GPU).
+
+    python bench/host_cost.py --out OUT_DIR         # on a GPU machine: OUT_DIR/host_cost.json, profile.txt
+    python bench/host_cost.py --merge OUT_DIR/host_cost.json   # its host_us_* entries into bench/results.json
+
+Host cost = the wall-clock time until a call returns, for `CALLS` back-to-back calls
+(few enough that the launch queue never fills, so the GPU's own time does not show),
+median over `ROUNDS` rounds, garbage collection off during a round. The cases:
+- ours: `nvfp4.quantize(x 16x7168 bf16, global_scale)`, `nvfp4.quantize(x)` (the global
+  scale computed on the device), `fmha.attention` decode (q 1x1x32x128, k/v 1x4096x8x128);
+- peer: torch SDPA on the same decode shapes (`enable_gqa`), and `x.abs().amax()`;
+- the calling convention alone, same kernel and preallocated outputs: CuTeDSL's
+  direct call (`make_ptr` pointers, `Int32`, `CUstream` built per call, as the API did
+  before) against the TVM-FFI function called with ints;
+- the same public calls through the dispatcher (`torch.ops.cute_lowering.*`), the path
+  torch.compile takes.
+Then cProfile of 2000 calls of each of ours (profile.txt): where the time goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import io
+import json
+import math
+import pathlib
+import pstats
+import statistics
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+CALLS, ROUNDS = 100, 40
+RESULTS = ROOT / "bench" / "results.json"
+KEY_PREFIX = "host_us_"
+
+
+def host_us(fn, calls: int = CALLS, rounds: int = ROUNDS) -> float:
+    import torch
+
+    for _ in range(20):
+        fn()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(rounds):
+        gc.disable()
+        start = time.perf_counter_ns()
+        for _ in range(calls):
+            fn()
+        stop = time.perf_counter_ns()
+        gc.enable()
+        torch.cuda.synchronize()
+        samples.append((stop - start) / calls / 1e3)
+    return round(statistics.median(samples), 2)
+
+
+def profile_text(name, fn, calls: int = 2000) -> str:
+    import torch
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(calls):
+        fn()
+    profiler.disable()
+    torch.cuda.synchronize()
+    buf = io.StringIO()
+    pstats.Stats(profiler, stream=buf).sort_stats("tottime").print_stats(14)
+    return f"===== {name}: {calls} calls =====\n{buf.getvalue()}"
+
+
+def main_gpu(out: pathlib.Path):
+    import torch
+    import torch.nn.functional as F
+
+    from kernels import fmha, nvfp4, ops
+    from kernels.torch_device import arch_of
+
+    out.mkdir(parents=True, exist_ok=True)
+    dev = torch.device("cuda")
+    arch = arch_of(dev)
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(16, 7168, generator=g, device="cuda").to(torch.bfloat16)
+    q = torch.randn(1, 1, 32, 128, generator=g, device="cuda").to(torch.bfloat16)
+    k = torch.randn(1, 4096, 8, 128, generator=g, device="cuda").to(torch.bfloat16)
+    v = torch.randn(1, 4096, 8, 128, generator=g, device="cuda").to(torch.bfloat16)
+    gs = nvfp4.compute_global_scale(x)
+    qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))  # SDPA's [B, H, S, D] views, made once
+    scale = 1 / math.sqrt(128)
+
+    # the calling convention alone: one kernel, preallocated outputs
+    packed = torch.empty(16, 3584, dtype=torch.uint8, device="cuda")
+    scales = torch.empty(16, 448, dtype=torch.uint8, device="cuda")
+    direct_q = nvfp4.compile_quantize("bfloat16", arch, "plain")
+    ffi_q = ops._quantize_launch(x, "plain", False)
+    o = torch.empty_like(q)
+    lse = torch.empty(1, 32, 1, dtype=torch.float32, device="cuda")
+    direct_a = fmha.compile_attention("bfloat16", 128, False, (-1, -1), False, arch)
+    ffi_a = ops._attention_launch(q, False, -1, -1, "auto", None, None, False)
+    gmem = nvfp4.cute.AddressSpace.gmem
+    make_ptr, dt, F32, I32 = nvfp4.make_ptr, fmha.DTYPES["bfloat16"], fmha.F32, fmha.I32
+
+    def direct_quantize():
+        direct_q(*nvfp4.quantize_arguments(x, packed, scales, gs), nvfp4._stream(torch, x.device))
+
+    def ffi_quantize():
+        ffi_q(x.data_ptr(), packed.data_ptr(), scales.data_ptr(), gs.data_ptr(), x.numel(), ops._stream(0))
+
+    def direct_attention():
+        direct_a(
+            make_ptr(dt, q.data_ptr(), gmem, assumed_align=16), make_ptr(dt, k.data_ptr(), gmem, assumed_align=16),
+            make_ptr(dt, v.data_ptr(), gmem, assumed_align=16), make_ptr(dt, o.data_ptr(), gmem, assumed_align=16),
+            make_ptr(F32, lse.data_ptr(), gmem, assumed_align=4), make_ptr(F32, lse.data_ptr(), gmem, assumed_align=4),
+            *nvfp4.output_pointers(lse.data_ptr(), lse.data_ptr(), lse.data_ptr()),
+            I32(1), I32(1), I32(4096), I32(32), I32(8), F32(scale * fmha.LOG2E), I32(-1), I32(-1),
+            nvfp4.cuda.CUstream(torch.cuda.current_stream().cuda_stream),
+        )  # fmt: skip
+
+    def ffi_attention():
+        p = lse.data_ptr()
+        ffi_a(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), p, p, p, p, p, 1, 1, 4096, 32, 8, scale * fmha.LOG2E, -1, -1, ops._stream(0))
+
+    cases = {
+        "sdpa_decode": lambda: F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True),
+        "amax_expr": lambda: x.abs().amax(),
+        "quantize_given_scale": lambda: nvfp4.quantize(x, gs),
+        "quantize_computed_scale": lambda: nvfp4.quantize(x),
+        "attention_decode": lambda: fmha.attention(q, k, v),
+        "op_quantize_given_scale": lambda: torch.ops.cute_lowering.nvfp4_quantize(x, gs),
+        "op_quantize_computed_scale": lambda: torch.ops.cute_lowering.nvfp4_quantize_computing_scale(x),
+        "op_attention_decode": lambda: torch.ops.cute_lowering.attention(q, k, v, None, scale, -1, -1),
+        "call_direct_quantize": direct_quantize,
+        "call_tvm_ffi_quantize": ffi_quantize,
+        "call_direct_attention": direct_attention,
+        "call_tvm_ffi_attention": ffi_attention,
+    }
+    # correctness of the convention comparison: both calls write the same bytes
+    direct_quantize()
+    a = packed.clone()
+    packed.zero_()
+    ffi_quantize()
+    torch.cuda.synchronize()
+    same_call = bool(torch.equal(a, packed))
+    direct_attention()
+    b = o.clone()
+    o.zero_()
+    ffi_attention()
+    torch.cuda.synchronize()
+    same_call = same_call and bool(torch.equal(b, o))
+
+    us = {name: host_us(fn) for name, fn in cases.items()}
+    us_again = {name: host_us(fn) for name, fn in cases.items()}  # a second pass: the spread
+    for name in us:
+        print(f"{name:30s} {us[name]:8.2f} us   (second pass {us_again[name]:.2f})", flush=True)
+    prof = "".join(profile_text(n, cases[n]) for n in ("quantize_given_scale", "quantize_computed_scale", "attention_decode", "sdpa_decode"))
+    (out / "profile.txt").write_text(prof)
+
+    peer = us["sdpa_decode"]
+    gpu = torch.cuda.get_device_name()
+    today = time.strftime("%Y-%m-%d")
+    entries = {}
+    for name in ("quantize_given_scale", "quantize_computed_scale", "attention_decode"):
+        entries[KEY_PREFIX + name] = {
+            "ours": us[name], "peer": peer, "ratio": round(peer / us[name], 3),
+            "unit": "us of host time per call (back-to-back, median of 40 rounds of 100); peer = torch SDPA decode, same run",
+            "gpu": gpu, "date": today, "second_pass_ours": us_again[name], "second_pass_peer": us_again["sdpa_decode"],
+            "through_dispatcher": us["op_" + name],
+        }  # fmt: skip
+    entries[KEY_PREFIX + "calling_convention"] = {
+        "ours": us["call_tvm_ffi_attention"], "peer": us["call_direct_attention"],
+        "ratio": round(us["call_direct_attention"] / us["call_tvm_ffi_attention"], 3),
+        "unit": "us per call of the compiled attention, preallocated outputs: TVM-FFI (ours) vs make_ptr direct call (peer)",
+        "quantize_tvm_ffi": us["call_tvm_ffi_quantize"], "quantize_direct": us["call_direct_quantize"],
+        "same_bytes": same_call, "gpu": gpu, "date": today,
+    }  # fmt: skip
+    report = {"entries": entries, "us": us, "us_second_pass": us_again, "torch": torch.__version__}
+    (out / "host_cost.json").write_text(json.dumps(report, indent=1))
+    print(json.dumps(entries, indent=1))
+
+
+def merge(path: pathlib.Path):
+    """Read-modify-write of bench/results.json: only the host_us_* keys change."""
+    entries = json.loads(path.read_text())["entries"]
+    results = json.loads(RESULTS.read_text())
+    results.update({k: v for k, v in entries.items() if k.startswith(KEY_PREFIX)})
+    RESULTS.write_text(json.dumps(results, indent=1) + "\n")
+    print(f"{RESULTS}: {sorted(entries)}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=pathlib.Path)
+    parser.add_argument("--merge", type=pathlib.Path)
+    args = parser.parse_args()
+    if args.merge:
+        merge(args.merge)
+    elif args.out:
+        main_gpu(args.out)
+    else:
+        parser.error("--out (on a GPU) or --merge")
