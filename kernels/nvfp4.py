@@ -568,6 +568,7 @@ def quantize(x, global_scale=None, swizzle: bool = False, *, variant: str = "pla
             packed, scales = ops.nvfp4_quantize(x, global_scale, variant)
         if global_scale.dim():
             global_scale = global_scale.reshape(())
+    scales = scales.view(ops.torch.float8_e4m3fn)  # the ops return the E4M3 bits as uint8
     return packed, (swizzle_scales(scales) if swizzle else scales), global_scale
 
 
