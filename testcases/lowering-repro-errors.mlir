@@ -21,3 +21,8 @@
 // RUN: lowering-repro run inline-ptx-f32-constant --arch sm_100a | filecheck %s --check-prefix=STATUS
 // STATUS: CuTeDSL {{[0-9.]+}}, opt-level 3
 // STATUS: inline-ptx-f32-constant {{ *}}sm_100a {{ *}}reproduces {{ *}}ok
+
+// A report only for a case that reproduces: on a target where it compiles, a refusal, exit 1.
+// RUN: not lowering-repro report fp4-truncf-sm90a --arch sm_100a 2>&1 | filecheck %s --check-prefix=NOREPRO
+// NOREPRO: lowering-repro: error: 'fp4-truncf-sm90a' does not reproduce on sm_100a with nvidia-cutlass-dsl {{[0-9.]+}}: it compiles. No report written.
+// NOREPRO-NOT: Traceback

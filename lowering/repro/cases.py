@@ -1,4 +1,10 @@
-"""Reproducer folders: `reproducers/<name>/{repro.mlir, repro.py, case.json}`."""
+"""Reproducer folders: `reproducers/<name>/{repro.mlir, repro.py, case.json}`.
+
+A case's `stage` says where the failure is: a GPU compile stage (`ptxas`, `libNVVM`,
+`llvm-translation`, ...: `repro.mlir` goes through `cute.compile`'s own pipeline for a
+target) or `host` (`repro.mlir` is host IR JIT-compiled for this machine's CPU by the
+LLVM bundled with CuTeDSL, through its `ExecutionEngine`; the target is `host`).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +15,12 @@ from pathlib import Path
 from lowering.repro.runner import REPO_ROOT
 
 REPRODUCERS = REPO_ROOT / "reproducers"
-STATUSES = ("reproduces", "fixed", "changed")
-WORKAROUNDS = ("ok", "fails", "none")
+# reproduces: fails with the recorded error; fixed: compiles; changed: fails with another
+# error; not parsed: the release cannot parse the IR (written for a newer release).
+STATUSES = ("reproduces", "fixed", "changed", "not parsed")
+WORKAROUNDS = ("ok", "fails", "none", "not measured")
+HOST = "host"  # the target of host-stage cases
+PARSE_ERROR = "parse error: "  # how worker.py starts the error of IR that does not parse
 
 
 @dataclass
@@ -24,9 +34,27 @@ class Case:
     archs: list[str]
     compiles_on: list[str]
     workaround: str | None
-    recorded: dict = field(default_factory=dict)  # version -> arch -> [status, workaround]
+    recorded: dict = field(default_factory=dict)  # version -> arch -> {status, workaround, error}
     error_also: list[str] = field(default_factory=list)  # the same failure worded by another toolkit
+    expected: str = ""  # what the compiler should do instead (the report's "Expected behaviour")
     meta: dict = field(default_factory=dict)
+
+    @property
+    def host(self) -> bool:
+        return self.stage == HOST
+
+    def targets(self, requested: list[str] | None) -> list[str]:
+        """The targets to run on: the requested ones, or the case's own; a host case has one."""
+        if self.host:
+            return [HOST]
+        return requested or self.archs
+
+    def job(self, arch: str, opt_level: int = 3, workaround: bool = False) -> dict:
+        """A job for runner.run_jobs / worker.py."""
+        job = {"ir": self.ir, "arch": arch, "opt_level": opt_level, "stage": HOST if self.host else "gpu"}
+        if workaround and self.workaround:
+            job["workaround"] = self.workaround_for(arch)
+        return job
 
     @property
     def ir(self) -> str:
@@ -35,6 +63,9 @@ class Case:
     def error_for(self, arch: str) -> str:
         return self.error.replace("{arch}", arch)
 
+    def expected_for(self, arch: str) -> str:
+        return self.expected.replace("{arch}", arch)
+
     def workaround_for(self, arch: str) -> str | None:
         return self.workaround.replace("{arch}", arch) if self.workaround else None
 
@@ -42,7 +73,16 @@ class Case:
         if ok:
             return "fixed"
         texts = [self.error, *self.error_also]
-        return "reproduces" if any(t.replace("{arch}", arch) in error for t in texts) else "changed"
+        if any(t.replace("{arch}", arch) in error for t in texts):
+            return "reproduces"
+        return "not parsed" if error.startswith(PARSE_ERROR) else "changed"
+
+    def recorded_cell(self, version: str, arch: str) -> dict | None:
+        """{status, workaround, error} recorded for `version` on `arch`, or None."""
+        cell = self.recorded.get(version, {}).get(arch)
+        if cell is None or isinstance(cell, dict):
+            return cell
+        return {"status": cell[0], "workaround": cell[1], "error": ""}  # the older [status, workaround] form
 
 
 def load_cases(root: Path = REPRODUCERS) -> dict[str, Case]:
@@ -61,6 +101,7 @@ def load_cases(root: Path = REPRODUCERS) -> dict[str, Case]:
             compiles_on=list(meta.get("compiles_on", [])),
             workaround=meta.get("workaround") or None,
             recorded=meta.get("recorded", {}),
+            expected=meta.get("expected", ""),
             meta=meta,
         )
     return cases

@@ -3,7 +3,7 @@
     lowering-repro list
     lowering-repro run [NAME...] [--arch sm_90a,sm_100a] [--opt-level N] [--json]
     lowering-repro matrix --versions 4.2.1,4.3.5,... [--cache-dir DIR] [-o reproducers/MATRIX.md]
-    lowering-repro report NAME [--arch sm_90a] [-o FILE]
+    lowering-repro report NAME [--arch sm_90a] [--release 4.5.3] [-o FILE]
     lowering-repro reduce INPUT.mlir --error TEXT [--arch sm_90a] [-o OUTPUT.mlir]
 
 Thin: compiles go through CuTeDSL's own pipeline string in a subprocess
@@ -14,12 +14,13 @@ workaround is one `lowering.run_pipeline` call before it. No rewriting logic her
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import json
 import sys
+import textwrap
 
 from lowering.diagnostics import Diagnostic, SourceLocation
 from lowering.repro.cases import Case, load_cases
+from lowering.repro.runner import cutedsl_version, error_summary, release_python, run_cases
 
 PROG = "lowering-repro"
 ARGV_BUFFER = "<command-line>"
@@ -29,13 +30,6 @@ class UsageError(Exception):
     def __init__(self, message: str, column: int | None = None, text: str | None = None):
         super().__init__(message)
         self.column, self.text = column, text
-
-
-def cutedsl_version() -> str:
-    try:
-        return importlib.metadata.version("nvidia-cutlass-dsl")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def parse_archs(text: str | None) -> list[str] | None:
@@ -63,48 +57,6 @@ def select(names: list[str]) -> list[Case]:
     return [cases[n] for n in names] if names else list(cases.values())
 
 
-def run_cases(cases: list[Case], archs: list[str] | None, opt_level: int = 3, python: str | None = None,
-              workaround: bool = True) -> list[dict]:
-    """One record per (case, arch): status and workaround, as `run --json` prints them."""
-    from lowering.repro.runner import run_jobs
-
-    plan, jobs = [], []
-    for case in cases:
-        for arch in archs or case.archs:
-            plan.append((case, arch))
-            jobs.append({"ir": case.ir, "arch": arch, "opt_level": opt_level})
-            if workaround and case.workaround:
-                jobs.append({"ir": case.ir, "arch": arch, "opt_level": opt_level, "workaround": case.workaround_for(arch)})
-    results = iter(run_jobs(jobs, python=python))
-    records = []
-    for case, arch in plan:
-        plain = next(results)
-        if not case.workaround:
-            wa = "none"
-        elif not workaround:
-            wa = "not measured"
-        else:
-            wa = "ok" if next(results)["ok"] else "fails"
-        records.append({
-            "name": case.name,
-            "arch": arch,
-            "opt_level": opt_level,
-            "status": case.classify(arch, plain["ok"], plain["error"]),
-            "workaround": wa,
-            "workaround_pipeline": case.workaround_for(arch),
-            "expected_error": case.error_for(arch),
-            "error": plain["error"],
-        })
-    return records
-
-
-def _first_error_line(text: str) -> str:
-    for line in text.splitlines():
-        if "error" in line.lower() and "Failure while executing" not in line:
-            return line.strip()[:160]
-    return text.strip().splitlines()[0][:160] if text.strip() else ""
-
-
 def cmd_list(args) -> int:
     for case in load_cases().values():
         print(f"{case.name:36} {','.join(case.archs):22} {case.summary}")
@@ -114,7 +66,7 @@ def cmd_list(args) -> int:
 def cmd_run(args) -> int:
     cases = select(args.names)
     archs = parse_archs(args.arch)
-    records = run_cases(cases, archs, args.opt_level)
+    records = run_cases(cases, archs, args.opt_level)  # a host case runs on its own target, 'host'
     version = cutedsl_version()
     if args.json:
         for r in records:
@@ -125,15 +77,24 @@ def cmd_run(args) -> int:
     print(f"{'case':36} {'arch':8} {'status':11} workaround")
     for r in records:
         print(f"{r['name']:36} {r['arch']:8} {r['status']:11} {r['workaround']}")
-        if r["status"] == "changed":
-            print(f"    now fails with: {_first_error_line(r['error'])}")
+        if r["status"] in ("changed", "not parsed"):  # the whole error line, wrapped at word boundaries
+            said = "now fails with: " if r["status"] == "changed" else "cannot parse the IR: "
+            print(textwrap.fill(said + error_summary(r["error"]), width=100, initial_indent="    ",
+                                subsequent_indent="      ", break_long_words=False, break_on_hyphens=False))
     return 0
 
 
 def cmd_matrix(args) -> int:
-    from lowering.repro.matrix import run_matrix
+    from lowering.repro.matrix import render_from_json, run_matrix
 
-    versions = [v.strip() for v in args.versions.split(",") if v.strip()]
+    if args.render_only:
+        try:
+            render_from_json(args.output, update_cases=not args.no_update)
+        except OSError as e:
+            raise UsageError(f"cannot read the measured data beside '{args.output}': {e.strerror}") from None
+        print(f"wrote {args.output}")
+        return 0
+    versions = [v.strip() for v in (args.versions or "").split(",") if v.strip()]
     if not versions:
         raise UsageError("--versions needs at least one version, e.g. 4.8.1")
     run_matrix(versions, args.cache_dir, args.output, update_cases=not args.no_update, log=sys.stderr)
@@ -142,11 +103,20 @@ def cmd_matrix(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from lowering.repro.report import write_report
+    from lowering.repro.report import NotReproducing, write_report
 
     case = select([args.name])[0]
-    archs = parse_archs(args.arch) or case.archs[:1]
-    text = write_report(case, archs[0], args.opt_level)
+    archs = case.targets(parse_archs(args.arch))
+    python = None
+    if args.release:
+        python = release_python(args.release, args.cache_dir)
+        if python is None:
+            raise UsageError(f"no venv with nvidia-cutlass-dsl=={args.release} (run '{PROG} matrix --versions "
+                             f"{args.release}' to create it)")
+    try:
+        text = write_report(case, archs[0], args.opt_level, python=python)
+    except NotReproducing as e:
+        raise UsageError(str(e)) from None
     if args.output == "-":
         sys.stdout.write(text)
     else:
@@ -189,7 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--opt-level", type=int, default=3, choices=range(4))
     r.add_argument("--json", action="store_true", help="a JSON list of {name, arch, status, workaround, ...}")
     m = sub.add_parser("matrix", help="run in a venv per CuTeDSL version, write a markdown table")
-    m.add_argument("--versions", required=True)
+    m.add_argument("--versions", help="comma-separated nvidia-cutlass-dsl releases, e.g. 4.6.3,4.8.1")
+    m.add_argument("--render-only", action="store_true",
+                   help="rewrite MATRIX.md and the cases from the data of the last run (<output>.json)")
     m.add_argument("--cache-dir", default=None, help="venvs go here (default ~/.cache/cute-lowering/venvs)")
     m.add_argument("-o", dest="output", default="reproducers/MATRIX.md")
     m.add_argument("--no-update", action="store_true", help="leave the cases' recorded statuses alone")
@@ -197,6 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("name", metavar="NAME")
     rep.add_argument("--arch")
     rep.add_argument("--opt-level", type=int, default=3, choices=range(4))
+    rep.add_argument("--release", help="run it with this nvidia-cutlass-dsl release's venv (see matrix)")
+    rep.add_argument("--cache-dir", default=None, help="where the release venvs are (as for matrix)")
     rep.add_argument("-o", dest="output", default="-")
     red = sub.add_parser("reduce", help="shrink an IR file that fails with a given error text")
     red.add_argument("input", metavar="INPUT.mlir")

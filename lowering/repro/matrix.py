@@ -1,11 +1,16 @@
 """`lowering-repro matrix`: the reproducers (and a survey of constructs) per CuTeDSL version.
 
 One venv per version under a cache dir (default ~/.cache/cute-lowering/venvs/<ver>,
-`pip install nvidia-cutlass-dsl==<ver>`). In each, `lowering-repro run --json` runs
-with that version's bindings (our package on PYTHONPATH); where our package cannot
-import, the plain compiles run through the standalone worker and the workaround is
-recorded as `not measured`. Writes `reproducers/MATRIX.md` and, per case, the
-statuses seen into its `case.json` (`recorded`, `versions_failing`, `versions_fixed`).
+`pip install nvidia-cutlass-dsl==<ver>`, created when missing). In each, `lowering-repro
+run --json` runs with that version's bindings (our package on PYTHONPATH); where our
+package cannot import, the plain compiles run through the standalone worker and the
+workaround is recorded as `not measured`.
+
+Writes what was measured, errors included (`<output>.json`, e.g. reproducers/MATRIX.json),
+then from it `reproducers/MATRIX.md` and, per case, `recorded` in its `case.json`:
+version -> target -> {status, workaround, error, workaround_error}, each error the line
+that says what failed (`runner.error_summary`). `--render-only` redoes the last two
+from the JSON without compiling anything.
 """
 
 from __future__ import annotations
@@ -18,21 +23,24 @@ from pathlib import Path
 
 from lowering.repro.cases import load_cases
 from lowering.repro.constructs import CONSTRUCTS, construct_ir
-from lowering.repro.runner import run_jobs, worker_env
+from lowering.repro.releases import LEGEND, Notes, release_table
+from lowering.repro.runner import error_summary, release_python, run_cases, run_jobs, worker_env
 
 SURVEY_ARCHS = ("sm_80", "sm_90a", "sm_100a")
 SURVEY_OPT_LEVELS = (0, 1, 2, 3)
 
 
 def venv_python(version: str, cache_dir: str | None, log=sys.stderr) -> str:
+    python = release_python(version, cache_dir)
+    if python is not None:
+        return python
     root = Path(cache_dir or os.path.expanduser("~/.cache/cute-lowering/venvs")) / version
-    python = root / "bin" / "python"
-    if not (root / ".ok").exists():
-        print(f"matrix: creating {root} (pip install nvidia-cutlass-dsl=={version})", file=log)
-        subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", f"nvidia-cutlass-dsl=={version}"], check=True)
-        (root / ".ok").touch()
-    return str(python)
+    print(f"matrix: creating {root} (pip install nvidia-cutlass-dsl=={version})", file=log)
+    subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
+    subprocess.run([str(root / "bin" / "python"), "-m", "pip", "install", "-q", f"nvidia-cutlass-dsl=={version}"],
+                   check=True)
+    (root / ".ok").touch()
+    return str(root / "bin" / "python")
 
 
 def package_imports(python: str) -> bool:
@@ -49,8 +57,6 @@ def measure(version: str, python: str, log=sys.stderr) -> tuple[list[dict], bool
         if proc.returncode == 0:
             return json.loads(proc.stdout), True
         print(f"matrix: {version}: run --json failed ({proc.stderr.strip()[-300:]}); plain compiles only", file=log)
-    from lowering.repro.cli import run_cases
-
     return run_cases(list(load_cases().values()), list(SURVEY_ARCHS), python=python, workaround=False), False
 
 
@@ -61,80 +67,110 @@ def survey(python: str) -> list[dict]:
             for opt in SURVEY_OPT_LEVELS:
                 jobs.append({"ir": construct_ir(name), "arch": arch, "opt_level": opt})
                 keys.append((name, arch, opt))
-    return [{"name": n, "arch": a, "opt_level": o, "ok": r["ok"], "error": r["error"]}
+    return [{"name": n, "arch": a, "opt_level": o, "ok": r["ok"], "error": error_summary(r["error"])}
             for (n, a, o), r in zip(keys, run_jobs(jobs, python=python))]
 
 
-def _cell(record: dict | None) -> str:
-    if record is None:
-        return "-"
-    return f"{record['status']} / {record['workaround']}"
+def _summarized(record: dict) -> dict:
+    return {
+        "name": record["name"],
+        "arch": record["arch"],
+        "status": record["status"],
+        "workaround": record["workaround"],
+        "error": error_summary(record.get("error", "")),
+        "workaround_error": error_summary(record.get("workaround_error", "")),
+    }
 
 
-def run_matrix(versions: list[str], cache_dir: str | None, output: str, update_cases: bool = True, log=sys.stderr) -> None:
-    cases = load_cases()
-    results: dict[str, dict[tuple[str, str], dict]] = {}
-    surveys: dict[str, list[dict]] = {}
-    package_ran: dict[str, bool] = {}
+def run_matrix(versions: list[str], cache_dir: str | None, output: str, update_cases: bool = True,
+               log=sys.stderr) -> None:
+    measured = {}
     for version in versions:
         python = venv_python(version, cache_dir, log)
-        records, package_ran[version] = measure(version, python, log)
-        results[version] = {(r["name"], r["arch"]): r for r in records}
-        surveys[version] = survey(python)
+        records, package_ran = measure(version, python, log)
+        measured[version] = {"package_ran": package_ran, "records": [_summarized(r) for r in records],
+                             "survey": survey(python)}
         print(f"matrix: {version} done", file=log)
+    data_path = Path(output).with_suffix(".json")
+    data_path.parent.mkdir(parents=True, exist_ok=True)
+    data_path.write_text(json.dumps(measured, indent=1) + "\n", encoding="utf-8")
+    render(measured, output, update_cases)
+
+
+def render_from_json(output: str, update_cases: bool = True) -> None:
+    data_path = Path(output).with_suffix(".json")
+    render(json.loads(data_path.read_text(encoding="utf-8")), output, update_cases)
+
+
+def render(measured: dict, output: str, update_cases: bool = True) -> None:
+    """MATRIX.md and the cases' `recorded` from what `run_matrix` measured."""
+    versions = list(measured)
+    cases = load_cases()
+    if update_cases:
+        for case in cases.values():
+            recorded = {}
+            for v in versions:
+                cells = {r["arch"]: {k: r[k] for k in ("status", "workaround", "error", "workaround_error")}
+                         for r in measured[v]["records"] if r["name"] == case.name}
+                if cells:
+                    recorded[v] = cells
+            meta = {k: val for k, val in case.meta.items() if k not in ("versions_failing", "versions_fixed")}
+            meta["recorded"] = recorded
+            (case.folder / "case.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        cases = load_cases()
 
     lines = [
         "# Reproducers across CuTeDSL releases",
         "",
-        f"Measured by `lowering-repro matrix --versions {','.join(versions)}` (a venv per release, no GPU:"
-        " CuTeDSL compiles to cubin for any target). Each cell: status of `repro.mlir` through that"
-        " release's own `cute.compile` pipeline string (opt-level 3) / whether the case's workaround"
-        " pass makes it compile.",
+        f"Measured by `lowering-repro matrix --versions {','.join(versions)}` (a venv per release with"
+        " nvidia-cutlass-dsl alone, no GPU: CuTeDSL compiles to cubin for any target). Each cell: the"
+        " status of the case's `repro.mlir` through that release's own `cute.compile` pipeline string"
+        " (opt-level 3), or for a host case its host JIT, / the case's workaround. " + LEGEND,
         "",
-        "status: `reproduces` (fails with the recorded error text), `fixed` (compiles),"
-        " `changed` (fails with another error). workaround: `ok`, `fails`, `none`, `not measured`.",
+        "The errors behind `changed`, `not parsed` and a failing workaround are the numbered notes"
+        " under each table; the full data, errors included, is `MATRIX.json`, and per case"
+        " `recorded` in its `case.json`.",
         "",
-        "| case | arch | " + " | ".join(versions) + " |",
-        "| --- | --- | " + " | ".join("---" for _ in versions) + " |",
     ]
     for case in cases.values():
-        for arch in SURVEY_ARCHS:
-            cells = [_cell(results[v].get((case.name, arch))) for v in versions]
-            lines.append(f"| {case.name} | {arch} | " + " | ".join(cells) + " |")
-    lines += ["", "Our passes (the `lowering` package, hence the workaround column) ran on: "
-              + ", ".join(v for v in versions if package_ran[v]) + "; not on: "
-              + (", ".join(v for v in versions if not package_ran[v]) or "none") + ".", ""]
+        notes = Notes()
+        archs = case.targets(list(SURVEY_ARCHS))
+        lines += [f"## {case.name}", "", f"{case.summary}. Recorded error: `{case.error}`.", ""]
+        lines += release_table(case, versions, archs, notes)
+        if notes.texts:
+            lines += [""] + notes.lines()
+        lines.append("")
+    ran = [v for v in versions if measured[v]["package_ran"]]
+    lines += ["Our passes (the `lowering` package, hence the workaround column) ran on: "
+              + (", ".join(ran) or "none") + "; not on: "
+              + (", ".join(v for v in versions if v not in ran) or "none") + ".", ""]
 
     lines += ["## Constructs checked", "",
               f"Each construct of `lowering/repro/constructs.py`, compiled alone for {', '.join(SURVEY_ARCHS)}"
               f" at opt-levels {', '.join(map(str, SURVEY_OPT_LEVELS))} ({len(SURVEY_ARCHS) * len(SURVEY_OPT_LEVELS)}"
-              " compiles per release). `ok` = all compiled; otherwise the failing targets.", "",
+              " compiles per release). `ok` = all compiled; otherwise the failing targets, with the note"
+              " of their error.", "",
               "| construct | " + " | ".join(versions) + " |", "| --- | " + " | ".join("---" for _ in versions) + " |"]
+    notes = Notes()
     never_failed = []
     for name in CONSTRUCTS:
         cells, failed_any = [], False
         for v in versions:
-            bad = sorted({r["arch"] for r in surveys[v] if r["name"] == name and not r["ok"]})
-            parse = any("parse error" in r["error"] for r in surveys[v] if r["name"] == name and not r["ok"])
-            failed_any |= bool(bad)
-            cells.append("ok" if not bad else ("not parsed (op unknown)" if parse else "fails " + ",".join(bad)))
+            failing = [r for r in measured[v]["survey"] if r["name"] == name and not r["ok"]]
+            failed_any |= bool(failing)
+            if not failing:
+                cells.append("ok")
+                continue
+            archs = ",".join(sorted({r["arch"] for r in failing}))
+            refs = " ".join(sorted({notes.ref(r["error"]) for r in failing}))
+            parse = all(r["error"].startswith("parse error") for r in failing)
+            cells.append(("not parsed " if parse else f"fails {archs} ") + refs)
         if not failed_any:
             never_failed.append(name)
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    aborted = sorted({r["name"] for v in versions for r in surveys[v] if "LLVM ERROR" in r["error"]})
+    lines += [""] + notes.lines()
+    aborted = sorted({r["name"] for v in versions for r in measured[v]["survey"] if "LLVM ERROR" in r["error"]})
     lines += ["", "Never failed, any release, target or opt-level: " + (", ".join(never_failed) or "none") + ".",
-              "`LLVM ERROR: unsupported operation` (a process abort) seen for: " + (", ".join(aborted) or "no construct") + ".", ""]
+              "`LLVM ERROR` (a process abort) seen for: " + (", ".join(aborted) or "no construct") + ".", ""]
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     Path(output).write_text("\n".join(lines), encoding="utf-8")
-
-    if update_cases:
-        for case in cases.values():
-            meta = dict(case.meta)
-            recorded = dict(meta.get("recorded", {}))
-            for v in versions:
-                recorded[v] = {arch: [r["status"], r["workaround"]] for (n, arch), r in results[v].items() if n == case.name}
-            meta["recorded"] = dict(sorted(recorded.items(), key=lambda kv: [int(x) for x in kv[0].split(".")]))
-            fails = lambda v: any(s[0] == "reproduces" for a, s in meta["recorded"][v].items() if a in case.archs)
-            meta["versions_failing"] = [v for v in meta["recorded"] if fails(v)]
-            meta["versions_fixed"] = [v for v in meta["recorded"] if not fails(v)]
-            (case.folder / "case.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")

@@ -1,4 +1,13 @@
-"""`lowering-repro report NAME`: a self-contained bug report (markdown) for NVIDIA's tracker."""
+"""`lowering-repro report NAME`: a self-contained bug report (markdown) for NVIDIA's tracker.
+
+The report is written only for what it reports: the case is compiled first (with the
+installed CuTeDSL, or a release's venv with `--release`), and unless it fails with the
+case's recorded error on the requested target, `NotReproducing` says so and what the
+record knows instead (the command line exits 1). The report then holds the error seen,
+what the compiler should do instead, the environment, a one-command reproducer, the IR,
+the full error, and every recorded release with the actual error of each cell that
+fails otherwise (`lowering/repro/releases.py`).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +17,12 @@ import subprocess
 import sys
 
 from lowering.repro.cases import Case
-from lowering.repro.runner import run_jobs, WORKER, worker_env
+from lowering.repro.releases import LEGEND, Notes, release_table, sorted_versions, where_it_reproduces
+from lowering.repro.runner import WORKER, cutedsl_version, error_summary, run_jobs, worker_env
+
+
+class NotReproducing(Exception):
+    """The case does not fail with its recorded error here: no report to write."""
 
 
 def _driver() -> str:
@@ -27,35 +41,84 @@ def _toolkit() -> str:
     return "none installed; CuTeDSL's bundled libNVVM/ptxas do the compile"
 
 
-def write_report(case: Case, arch: str, opt_level: int = 3) -> str:
-    from lowering.repro.cli import cutedsl_version
+def _cpu() -> str:
+    """The CPU model and whether it has AVX512-BF16 (what host-stage failures depend on)."""
+    model, flags = platform.processor() or "unknown", ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name") and model in ("unknown", "x86_64", ""):
+                    model = line.split(":", 1)[1].strip()
+                if line.startswith("flags"):
+                    flags = line
+                    break
+    except OSError:
+        pass
+    bf16 = "avx512_bf16" in flags.split()
+    return f"{model}; AVX512-BF16: {'yes' if bf16 else 'no'}"
 
-    result = run_jobs([{"ir": case.ir, "arch": arch, "opt_level": opt_level}])[0]
-    pipeline = subprocess.run([sys.executable, str(WORKER), "--pipeline", arch, str(opt_level)],
-                              capture_output=True, text=True, env=worker_env()).stdout.strip()
+
+def _refusal(case: Case, arch: str, version: str, status: str, error: str) -> str:
+    seen = {
+        "fixed": "it compiles",
+        "changed": f"it fails with another error than the recorded one: {error_summary(error)}",
+        "not parsed": f"this release cannot parse the IR: {error_summary(error)}",
+    }[status]
+    return (
+        f"'{case.name}' does not reproduce on {arch} with nvidia-cutlass-dsl {version}: {seen}. "
+        f"No report written. Recorded to reproduce on: {where_it_reproduces(case)} "
+        f"(pick one with --arch and --release)."
+    )
+
+
+def _pipeline(case: Case, arch: str, opt_level: int, python: str | None) -> str:
+    if case.host:
+        from lowering.repro.worker import HOST_LOWERING
+
+        return f"{HOST_LOWERING}, then ExecutionEngine(module, opt_level={opt_level}) and a lookup of the entry"
+    return subprocess.run([python or sys.executable, str(WORKER), "--pipeline", arch, str(opt_level)],
+                          capture_output=True, text=True, env=worker_env()).stdout.strip()
+
+
+def write_report(case: Case, arch: str, opt_level: int = 3, python: str | None = None) -> str:
+    version = cutedsl_version(python)
+    result = run_jobs([case.job(arch, opt_level)], python=python)[0]
     status = case.classify(arch, result["ok"], result["error"])
+    if status != "reproduces":
+        raise NotReproducing(_refusal(case, arch, version, status, result["error"]))
+    pipeline = _pipeline(case, arch, opt_level, python)
     repro_py = (case.folder / "repro.py").read_text(encoding="utf-8")
+    where = "the host CPU (no GPU)" if case.host else f"`{arch}` by `cute.compile`"
+    run_line = f"python repro.py {opt_level}" if case.host else f"python repro.py {arch}"
     lines = [
         f"# CuTeDSL: {case.summary} ({arch})",
         "",
-        f"**What fails**: `{case.construct}` in a kernel compiled for `{arch}` by `cute.compile`.",
-        f"**Stage**: {case.stage}. **Expected error text**: `{case.error_for(arch)}`.",
-        f"**Status on this machine**: {status}.",
+        f"**What fails**: `{case.construct}`, compiled for {where}.",
+        f"**Stage**: {case.stage}.",
+        f"**Error** (nvidia-cutlass-dsl {version}, {arch}, opt-level {opt_level}): `{error_summary(result['error'])}`",
+        "",
+        "## Expected behaviour",
+        "",
+        case.expected_for(arch) or "(the case records none)",
         "",
         "## Environment",
         "",
-        f"- nvidia-cutlass-dsl: {cutedsl_version()}",
+        f"- nvidia-cutlass-dsl: {version}",
         f"- Python: {platform.python_version()} ({platform.platform()})",
-        f"- Driver: {_driver()}",
-        f"- CUDA toolkit: {_toolkit()}",
-        f"- Target: {arch} (set through `CUTE_DSL_ARCH`; no GPU needed)",
+    ]
+    if case.host:
+        lines += [f"- CPU: {_cpu()}", "- Target: the host CPU, through the bindings' MLIR ExecutionEngine"]
+    else:
+        lines += [f"- Driver: {_driver()}", f"- CUDA toolkit: {_toolkit()}",
+                  f"- Target: {arch} (set through `CUTE_DSL_ARCH`; no GPU needed)"]
+    lines += [
         "",
         "## Reproduce",
         "",
-        f"One command, after `pip install nvidia-cutlass-dsl=={cutedsl_version()}`:",
+        f"One command, after `pip install nvidia-cutlass-dsl=={version}`, with `repro.mlir` (below) beside it:",
         "",
         "```sh",
-        f"python repro.py {arch}",
+        run_line,
         "```",
         "",
         "`repro.py`:",
@@ -66,35 +129,51 @@ def write_report(case: Case, arch: str, opt_level: int = 3) -> str:
         "",
         "## The IR",
         "",
-        "The same failure from IR alone, through `cute.compile`'s own pipeline string:",
+        "`repro.mlir`:",
         "",
         "```mlir",
         case.ir.rstrip(),
         "```",
         "",
-        "```python",
-        "import cutlass  # registers the dialects",
-        "from cutlass._mlir import ir, passmanager",
-        "with ir.Context():",
-        "    module = ir.Module.parse(open('repro.mlir').read())",
-        f"    passmanager.PassManager.parse(PIPELINE).run(module.operation)",
-        "```",
-        "",
-        f"with `PIPELINE` = `{pipeline}`",
+    ]
+    if not case.host:
+        lines += [
+            "The same failure from the IR alone, through `cute.compile`'s own pipeline string:",
+            "",
+            "```python",
+            "import cutlass  # registers the dialects",
+            "from cutlass._mlir import ir, passmanager",
+            "with ir.Context():",
+            "    module = ir.Module.parse(open('repro.mlir').read())",
+            "    passmanager.PassManager.parse(PIPELINE).run(module.operation)",
+            "```",
+            "",
+        ]
+    lines += [
+        f"with `PIPELINE` = `{pipeline}`" if not case.host else f"Pipeline: `{pipeline}`",
         "",
         "## Full error",
         "",
         "```",
-        (result["error"] or "(compiled: no error with this version)").rstrip(),
+        result["error"].rstrip(),
         "```",
         "",
     ]
-    if case.meta.get("versions_failing") or case.meta.get("versions_fixed"):
+    if case.recorded:
+        notes = Notes()
+        archs = [arch]  # the requested target first, then every other one recorded
+        for cells in case.recorded.values():
+            archs += [a for a in cells if a not in archs]
         lines += ["## Releases", "",
-                  f"- fails: {', '.join(case.meta.get('versions_failing', [])) or 'none measured'}",
-                  f"- does not reproduce: {', '.join(case.meta.get('versions_fixed', [])) or 'none measured'}", ""]
+                  "Recorded by `lowering-repro matrix` (a venv per release, the same IR, opt-level 3). " + LEGEND, ""]
+        lines += release_table(case, sorted_versions(case.recorded), archs, notes)
+        if notes.texts:
+            lines += ["", "Errors of the cells above:", ""] + notes.lines()
+        lines.append("")
     if case.workaround:
         lines += ["## Workaround", "",
                   f"Rewriting the IR before CuTeDSL's pipeline with `{case.workaround_for(arch)}`"
                   " (project cute-lowering) makes it compile.", ""]
+    elif case.meta.get("workaround_note"):
+        lines += ["## Workaround", "", case.meta["workaround_note"], ""]
     return "\n".join(lines)

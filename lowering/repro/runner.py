@@ -8,15 +8,88 @@ takes the rest.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lowering.repro.cases import Case
 
 WORKER = Path(__file__).with_name("worker.py")
 REPO_ROOT = Path(__file__).resolve().parents[2]
+RELEASE_VENVS = Path(os.path.expanduser("~/.cache/cute-lowering/venvs"))
+
+
+def cutedsl_version(python: str | None = None) -> str:
+    """The nvidia-cutlass-dsl release installed here, or in the interpreter `python`."""
+    # not realpath: a venv's python is a link to the same interpreter, with other packages
+    if python is None or os.path.abspath(python) == os.path.abspath(sys.executable):
+        try:
+            return importlib.metadata.version("nvidia-cutlass-dsl")
+        except importlib.metadata.PackageNotFoundError:
+            return "unknown"
+    out = subprocess.run([python, str(WORKER), "--version"], capture_output=True, text=True, env=worker_env())
+    return out.stdout.strip() or "unknown"
+
+
+def release_python(version: str, cache_dir: str | os.PathLike | None = None) -> str | None:
+    """The interpreter of the venv holding nvidia-cutlass-dsl==`version` alone, if it is there."""
+    root = Path(cache_dir) if cache_dir else RELEASE_VENVS
+    python = root / version / "bin" / "python"
+    return str(python) if (root / version / ".ok").exists() and python.exists() else None
+
+
+def error_summary(text: str) -> str:
+    """The line of a compiler error that says what went wrong, whole (never cut)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in lines:
+        if "LLVM ERROR" in line:
+            return line
+    for line in lines:
+        low = line.lower()
+        if "error" in low and "failure while executing pass pipeline" not in low and not low.startswith("note:"):
+            return line[len("error: "):] if line.startswith("error: ") else line
+    return lines[0] if lines else ""
+
+
+def run_cases(cases: list["Case"], archs: list[str] | None, opt_level: int = 3, python: str | None = None,
+              workaround: bool = True) -> list[dict]:
+    """One record per (case, arch): status, error text and workaround, as `run --json` prints them."""
+    plan, jobs = [], []
+    for case in cases:
+        for arch in case.targets(archs):
+            plan.append((case, arch))
+            jobs.append(case.job(arch, opt_level))
+            if workaround and case.workaround:
+                jobs.append(case.job(arch, opt_level, workaround=True))
+    results = iter(run_jobs(jobs, python=python))
+    records = []
+    for case, arch in plan:
+        plain = next(results)
+        with_workaround = next(results) if workaround and case.workaround else None
+        if not case.workaround:
+            wa = "none"
+        elif with_workaround is None:
+            wa = "not measured"
+        else:
+            wa = "ok" if with_workaround["ok"] else "fails"
+        records.append({
+            "name": case.name,
+            "arch": arch,
+            "opt_level": opt_level,
+            "status": case.classify(arch, plain["ok"], plain["error"]),
+            "workaround": wa,
+            "workaround_pipeline": case.workaround_for(arch),
+            "expected_error": case.error_for(arch),
+            "error": plain["error"],
+            "workaround_error": with_workaround["error"] if with_workaround else "",
+        })
+    return records
 
 
 def worker_env(extra_path: bool = True) -> dict[str, str]:

@@ -5,8 +5,13 @@ workaround pipeline, so it also runs in a venv of an older CuTeDSL where our
 package cannot import. Run as a script:
 
     python worker.py JOBS.json          # JOBS: [{"ir": TEXT, "arch": "sm_90a", "opt_level": 3,
-                                        #          "workaround": PIPELINE or null}, ...]
+                                        #          "workaround": PIPELINE or null,
+                                        #          "stage": "gpu" (default) or "host"}, ...]
     python worker.py --pipeline sm_90a  # print the pipeline string cute.compile uses
+
+A `host` job JIT-compiles `ir` (host IR with an `llvm.emit_c_interface` function) for
+this machine's CPU, as MLIR's ExecutionEngine in the bundled bindings does, at the
+job's opt level; it compiles, it does not run.
 
 Each finished job prints one JSON line `{"index": i, "ok": bool, "error": TEXT}` and is
 flushed at once: an `LLVM ERROR` aborts this process, and the parent then records the
@@ -93,6 +98,39 @@ def captured_pipeline(arch: str, opt_level: int = 3) -> str:
     return pipeline
 
 
+HOST_LOWERING = "builtin.module(convert-scf-to-cf,convert-to-llvm,reconcile-unrealized-casts)"
+
+
+def jit_host_text(text: str, opt_level: int = 3) -> str | None:
+    """None if `text` JIT-compiles for the host CPU, else the error text (an abort ends the process)."""
+    import cutlass  # noqa: F401  (registers the dialects)
+    from cutlass._mlir import ir, passmanager
+    from cutlass._mlir.execution_engine import ExecutionEngine
+
+    with ir.Context():
+        try:
+            module = ir.Module.parse(text)
+        except Exception as e:  # noqa: BLE001
+            return f"parse error: {e}"
+        entries = [op.sym_name.value for op in module.body.operations
+                   if "llvm.emit_c_interface" in op.attributes and "sym_name" in op.attributes]
+        try:
+            passmanager.PassManager.parse(HOST_LOWERING).run(module.operation)
+            engine = ExecutionEngine(module, opt_level=opt_level)
+            for name in entries:  # the JIT compiles lazily: at the first lookup
+                engine.lookup(name)
+        except Exception as e:  # noqa: BLE001
+            return str(e)
+    return None
+
+
+def compile_job(job: dict) -> str | None:
+    """None if the job's IR compiles (for its target or, for a host job, this CPU), else the error."""
+    if job.get("stage", "gpu") == "host":
+        return jit_host_text(job["ir"], job.get("opt_level", 3))
+    return compile_text(job["ir"], job["arch"], job.get("opt_level", 3), job.get("workaround"))
+
+
 def compile_text(text: str, arch: str, opt_level: int = 3, workaround: str | None = None) -> str | None:
     """None if `text` compiles for `arch`, else the compiler's error text."""
     pipeline = captured_pipeline(arch, opt_level)
@@ -130,7 +168,7 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--serve"]:  # one JSON job per stdin line, one answer per stdout line
         for line in sys.stdin:
             job = json.loads(line)
-            error = compile_text(job["ir"], job["arch"], job.get("opt_level", 3), job.get("workaround"))
+            error = compile_job(job)
             print(json.dumps({"ok": error is None, "error": error or ""}), flush=True)
         return 0
     jobs = json.load(open(argv[0], encoding="utf-8"))
@@ -138,7 +176,7 @@ def main(argv: list[str]) -> int:
     for index in range(start, len(jobs)):
         job = jobs[index]
         print(json.dumps({"index": index, "started": True}), flush=True)
-        error = compile_text(job["ir"], job["arch"], job.get("opt_level", 3), job.get("workaround"))
+        error = compile_job(job)
         print(json.dumps({"index": index, "ok": error is None, "error": error or ""}), flush=True)
     return 0
 
