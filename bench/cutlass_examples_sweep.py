@@ -1,0 +1,100 @@
+"""CUTLASS's own CuTeDSL examples, compiled without a GPU, for bench/check_collectives_sweep.py.
+
+`builders(arch, root)` returns (name, build) pairs; `root` is `examples/python/CuTeDSL`
+of an NVIDIA/cutlass checkout (read as files, never vendored here). Each adapter builds
+what the example's own `run()` would hand `cute.compile`, with fake tensors and a fake
+stream instead of torch tensors on a GPU, and the example's default configuration.
+Only the examples whose target matches `arch` are built (Hopper: sm_90a; Blackwell: sm_100a).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+
+M, N, K, L = 1024, 1024, 512, 1
+
+
+def _load(root: str, relative: str):
+    """Import one example file as a module (its folder on sys.path for its siblings)."""
+    path = os.path.join(root, relative)
+    folder = os.path.dirname(path)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    name = "cutlass_example_" + relative.replace("/", "_").removesuffix(".py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _operands(dtype, c_dtype, m=M, n=N, k=K, l=L):
+    """A (m,k,l) K-major, B (n,k,l) K-major, C (m,n,l) N-major, as fake tensors."""
+    from cutlass.cute.runtime import make_fake_tensor
+
+    a = make_fake_tensor(dtype, (m, k, l), (k, 1, m * k), assumed_align=16)
+    b = make_fake_tensor(dtype, (n, k, l), (k, 1, n * k), assumed_align=16)
+    c = make_fake_tensor(c_dtype, (m, n, l), (n, 1, m * n), assumed_align=16)
+    return a, b, c
+
+
+def hopper(root: str) -> list:
+    import cutlass
+    import cutlass.cute as cute
+    from cutlass.cute.runtime import make_fake_stream
+
+    f16, f32 = cutlass.Float16, cutlass.Float32
+
+    def dense_gemm():
+        example = _load(root, "cute/hopper/kernel/dense_gemm/dense_gemm.py")
+        gemm = example.HopperWgmmaGemmKernel(f32, (128, 256), (1, 1))
+        cute.compile(gemm, *_operands(f16, f16), make_fake_stream())
+
+    def dense_gemm_persistent():
+        example = _load(root, "cute/hopper/kernel/dense_gemm/dense_gemm_persistent.py")
+        gemm = example.HopperWgmmaGemmKernel(f32, (128, 256), (1, 1), 1, True)
+        cute.compile(gemm, *_operands(f16, f16), 132, make_fake_stream())
+
+    return [("cutlass_hopper_dense_gemm", dense_gemm), ("cutlass_hopper_dense_gemm_persistent", dense_gemm_persistent)]
+
+
+def blackwell(root: str) -> list:
+    import cutlass
+    import cutlass.cute as cute
+    from cutlass.cute.runtime import make_fake_stream
+
+    f16, f32 = cutlass.Float16, cutlass.Float32
+
+    def tutorial_fp16_gemm_0():
+        example = _load(root, "cute/blackwell/tutorial/tutorial_gemm/fp16_gemm_0.py")
+        from cutlass.cute.runtime import make_fake_tensor
+
+        a = make_fake_tensor(f16, (M, K), (K, 1), assumed_align=16)
+        b = make_fake_tensor(f16, (N, K), (K, 1), assumed_align=16)
+        c = make_fake_tensor(f16, (M, N), (N, 1), assumed_align=16)
+        cute.compile(example.host_function, a, b, c)
+
+    def dense_gemm_persistent():
+        example = _load(root, "cute/blackwell/kernel/dense_gemm/dense_gemm_persistent.py")
+        a, b, c = _operands(f16, f16)
+        example.compile_bmm.__wrapped__((M, N, K, L), a, b, c, f32, "k", "k", "n", (256, 256), (2, 1), 74, True, True)
+
+    def blockscaled_gemm_persistent():
+        example = _load(root, "cute/blackwell/kernel/blockscaled_gemm/dense_blockscaled_gemm_persistent.py")
+        gemm = example.Sm100BlockScaledPersistentDenseGemmKernel(16, (128, 128), (1, 1))
+        example.scaled_mm(
+            gemm, cutlass.Float4E2M1FN, cutlass.Float4E2M1FN, f16, cutlass.Float8E4M3FN, "k", "k", "n", 148,
+            make_fake_stream(),
+        )  # fmt: skip
+
+    return [
+        ("cutlass_blackwell_tutorial_fp16_gemm_0", tutorial_fp16_gemm_0),
+        ("cutlass_blackwell_dense_gemm_persistent", dense_gemm_persistent),
+        ("cutlass_blackwell_blockscaled_gemm_persistent", blockscaled_gemm_persistent),
+    ]
+
+
+def builders(arch: str, root: str) -> list:
+    return hopper(root) if arch == "sm_90a" else blackwell(root) if arch == "sm_100a" else []
