@@ -68,7 +68,12 @@ COLLECTIVES: tuple[Collective, ...] = (
     Collective("nvvm.wgmma.wait.group.sync.aligned", Scope.WARPGROUP, "wgmma.wait_group.sync.aligned", _Q90),
     Collective("nvvm.wgmma.mma_async", Scope.WARPGROUP, "wgmma.mma_async.sync.aligned", "upstream NVVM op"),
     Collective("cute.gemm", Scope.WARPGROUP, "wgmma.mma_async.sync.aligned", _Q90, atom="sm90"),
-    Collective("nvvm.setmaxregister", Scope.WARPGROUP, "setmaxnreg.sync.aligned", "cute.arch.setmaxregister_*: " + _Q100),
+    # setmaxnreg: the PTX ISA asks every warp of the warpgroup to execute "the same" setmaxnreg;
+    # FlashAttention-4 (sm_100, in production) has each warp of a warp-specialized warpgroup
+    # execute its own, same-count setmaxnreg in a warp-uniform branch, and the hardware takes it.
+    # So divergence is checked per warp (.sync.aligned); the per-warpgroup count is not.
+    Collective("nvvm.setmaxregister", Scope.WARP, "setmaxnreg.sync.aligned",
+               "cute.arch.setmaxregister_*: " + _Q100 + "; FA4 flash_fwd_sm100.py:1308-1379 (one per warp)"),
     # --- warp scope
     Collective("cute.gemm", Scope.WARP, "elect.sync + tcgen05.mma", _Q100 + ": each tcgen05.mma under its own elect.sync",
                atom="sm100", elect=True),
@@ -105,8 +110,8 @@ COLLECTIVES: tuple[Collective, ...] = (
 # PTX mnemonics that make an inline-asm block (llvm.inline_asm, nvvm.inline_ptx) a collective.
 INLINE_PTX: tuple[tuple[str, Scope], ...] = (
     (r"\bbar\.sync\b|\bbarrier\.sync\b|\bbarrier\.cta\.sync\b", Scope.CTA),
-    (r"\bwgmma\.|\bsetmaxnreg\.", Scope.WARPGROUP),
-    (r"\b(shfl|vote|redux|match)\.sync\b|\bbar\.warp\.sync\b|\belect\.sync\b|\bldmatrix\.|\bstmatrix\.|\bmma\.sync\b"
+    (r"\bwgmma\.", Scope.WARPGROUP),
+    (r"\bsetmaxnreg\.|\b(shfl|vote|redux|match)\.sync\b|\bbar\.warp\.sync\b|\belect\.sync\b|\bldmatrix\.|\bstmatrix\.|\bmma\.sync\b"
      r"|\btcgen05\.(ld|st|alloc|dealloc|relinquish_alloc_permit|wait)\b", Scope.WARP),
 )  # fmt: skip
 

@@ -417,7 +417,7 @@ class Uniformity:
         value, offset = operands[1], operands[2]
         if value.level <= Scope.WARP and not value.known:
             return Fact(value.level)
-        if kind.endswith("idx") and offset.level <= Scope.WARP:
+        if "idx" in kind and offset.level <= Scope.WARP:
             return Fact(Scope.WARP)  # a broadcast from one lane: the same in the whole warp
         return Fact(Scope.THREAD, None, f"a shuffle ({kind or 'shfl'}) of a per-thread value", value.data)
 
@@ -545,6 +545,9 @@ class Uniformity:
         then_y = _terminator_operands(then_r)
         else_y = _terminator_operands(else_r)
         for i, r in enumerate(results):
+            if i < len(then_y) and i < len(else_y) and then_y[i] == else_y[i]:
+                self._set(r, self.fact(then_y[i]))  # the same value either way: the branch does not matter
+                continue
             a = self.fact(then_y[i]) if i < len(then_y) else UNIFORM
             b = self.fact(else_y[i]) if i < len(else_y) else UNIFORM
             if c.known and a.known and b.known:
@@ -602,7 +605,11 @@ class Uniformity:
         self._set(iv, iv_fact)
         if self._recording and not recorded:
             self._block(body, inner)
-        for r, f in zip(op.results, final):
+        yielded = list(term.operands) if term is not None else []
+        for i, (r, f) in enumerate(zip(op.results, final)):
+            if i < len(yielded) and yielded[i] == carried[i]:
+                self._set(r, inits[i])  # carried through unchanged: the trip count does not matter
+                continue
             self._set(r, self._join([f] + ([Fact(cond.level, None, cond.text, cond.data)] if cond else [])) if cond else f)
 
     def _trip_condition(self, op, lb: Fact, ub: Fact, step: Fact) -> Condition | None:

@@ -319,8 +319,8 @@ class _Checker:
                 self.report("error", a.op, func, f"'{TMEM_ALLOC}' (PTX tcgen05.alloc) has no '{TMEM_DEALLOC}' in this kernel: "
                             f"the columns stay allocated when the CTA exits")
                 continue
-            mine = {(id_of(c.op), c.text) for c in a.conditions}
-            extras = [[c for c in d.conditions if (id_of(c.op), c.text) not in mine and not c.known] for d in deallocs]
+            mine = {_condition_key(c) for c in a.conditions}
+            extras = [[c for c in d.conditions if _condition_key(c) not in mine and not c.known] for d in deallocs]
             if any(not e for e in extras):
                 continue
             # two deallocs in the two branches of one `if` cover it
@@ -343,6 +343,17 @@ class _Checker:
 
 def id_of(op) -> int:
     return hash(op)
+
+
+def _condition_key(cond: Condition):
+    """Conditions that decide alike: the same branch of a test of the same operands by the same
+    op (`if warp_idx == owner` written twice is two arith.cmpi, one condition)."""
+    value = cond.value
+    if value is not None and not isinstance(value.owner, ir.Block):
+        owner = value.owner.operation if hasattr(value.owner, "operation") else value.owner
+        attrs = tuple(sorted((k, str(owner.attributes[k])) for k in owner.attributes)) if owner.name.startswith("arith.") else ()
+        return (owner.name, attrs, tuple(owner.operands), cond.text)
+    return (id_of(cond.op), cond.text)
 
 
 def _useful(loc) -> bool:
