@@ -36,6 +36,7 @@ Compiles for sm_90a only (wgmma, setmaxnreg), inside `lowering.prelowering()`, w
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import cuda.bindings.driver as cuda
 import cutlass
@@ -51,19 +52,35 @@ from kernels import nvfp4
 from kernels.attention_parts import LN2, finish_row, fmax, nvfp4_outputs, quad_allreduce, store_nvfp4
 
 # --- tuning knobs ---------------------------------------------------------------
-BLOCK_M = 128  # query rows per CTA: 64 per consumer warpgroup
-BLOCK_N = 128  # keys per K/V tile
-STAGES = 2  # K/V shared-memory ring depth (D=128: Q 32 KB + 2 x (K 32 KB + V 32 KB))
-CONSUMER_WGS = BLOCK_M // 64
-THREADS = 128 * (1 + CONSUMER_WGS)  # producer warpgroup + consumers
+# (query rows per CTA, keys per K/V tile) by head dim and whether a diagonal (causal/window)
+# is crossed; 64 query rows per consumer warpgroup. FA3 (hopper/tile_size.h) and FA4's sm90
+# path take 192 x 128 for D=64 (three consumers) and FA3 128 x 176 for D=128 without a mask;
+# here those spill (ptxas: 600+ bytes at 160 registers for 192 x 128 with P in registers and
+# the intra-warpgroup overlap; 370 bytes at 240 for 128 x 176) and measured slower on the
+# H200 (bench/h200/fmha_peers/run1: D=64 287 against 416 TFLOP/s, D=128 403 against 681),
+# so every case keeps 128 x 128 until the softmax's register use comes down.
+TILES = {
+    (64, False): (128, 128),
+    (64, True): (128, 128),
+    (128, False): (128, 128),
+    (128, True): (128, 128),
+}
+TILE_OVERRIDE = None  # (BLOCK_M, BLOCK_N) for every configuration: the knob sweep's
+STAGES = 2  # K/V shared-memory ring depth (D=128: Q 32 KB + O 32 KB + 2 x (K 32 KB + V 32 KB))
 PRODUCER_REGS = 24  # setmaxnreg: the producer only issues TMA
-CONSUMER_REGS = 240  # accumulators S (64) and O (D/2), P (32), softmax state
+REGISTERS = 512  # 64K registers over the CTA's warpgroups of 128 threads: producer + consumers <= 512 a thread
 # FA3's intra-warpgroup overlap: S(n) = Q K(n)^T and O += P(n+1) V(n+1) are issued together
 # and the softmax of S(n) runs while the P V wgmma does; False: the softmax waits for both
 INTRA_WG_OVERLAP = True
-# FA3's ping-pong between the consumers: named barriers let one warpgroup issue its wgmmas
-# while the other runs its softmax, in turn
+# FA3's ping-pong between two consumers: named barriers let one warpgroup issue its wgmmas
+# while the other runs its softmax, in turn (two consumers only)
 PINGPONG = False
+EPILOGUE_BARRIER = 1  # named barriers 1.. : one per consumer warpgroup (its O rows in shared memory)
+TURN_BARRIER = 5  # named barriers 5, 6: PINGPONG's turns
+# one CTA per SM walks the tiles (FA3's persistent scheduling, static order): the producer
+# loads the next tile's K/V (and Q, which has a buffer apart from O's) while the consumers
+# finish the current tile; False: one CTA per tile
+PERSISTENT = True
 HEAD_DIMS = (64, 128)
 DTYPES = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}
 ARCHS = ("sm_90a",)
@@ -130,8 +147,13 @@ def _rescale(acc_O: cute.Tensor, corr: cute.Tensor):
 class _FmhaSm90:
     """One compiled configuration: dtype, head dim and which masks exist (compile-time)."""
 
-    def __init__(self, dtype, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, nvfp4_out: bool = False):
+    def __init__(self, dtype, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, nvfp4_out: bool, config: Config):
         self.nvfp4_out = nvfp4_out  # the epilogue writes O as NVFP4 (codes + E4M3 scales) instead
+        self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas = config
+        self.consumer_wgs = self.block_m // 64
+        self.threads = 128 * (1 + self.consumer_wgs)  # producer warpgroup + consumers
+        # what the producer gives away, split evenly (setmaxnreg takes multiples of 8)
+        self.consumer_regs = min(240, (REGISTERS - PRODUCER_REGS) // self.consumer_wgs // 8 * 8)
         self.dtype = dtype
         self.d = head_dim
         self.has_left = has_left
@@ -178,28 +200,31 @@ class _FmhaSm90:
         # NVFP4 output, read only with nvfp4_out
         mCodes, mScales, mGlobal = nvfp4_outputs(codes_ptr, scales_ptr, global_scale_ptr, b, sq, hq, d)
 
-        sQ_layout = _smem_layout(dt, BLOCK_M, d)
-        sKV_layout = _smem_layout(dt, BLOCK_N, d, STAGES)
-        tma_q, tQ = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mQ, sQ_layout, (BLOCK_M, d))
+        sQ_layout = _smem_layout(dt, self.block_m, d)
+        sKV_layout = _smem_layout(dt, self.block_n, d, self.stages)
+        tma_q, tQ = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mQ, sQ_layout, (self.block_m, d))
         one_stage = cute.select(sKV_layout, mode=[0, 1])
-        tma_k, tK = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mK, one_stage, (BLOCK_N, d))
-        tma_v, tV = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mV, one_stage, (BLOCK_N, d))
+        tma_k, tK = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mK, one_stage, (self.block_n, d))
+        tma_v, tV = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mV, one_stage, (self.block_n, d))
+
+        stages = self.stages
 
         @cute.struct
         class Smem:
             bar_q: cute.struct.MemRange[cutlass.Int64, 2]
-            bar_k: cute.struct.MemRange[cutlass.Int64, 2 * STAGES]
-            bar_v: cute.struct.MemRange[cutlass.Int64, 2 * STAGES]
+            bar_k: cute.struct.MemRange[cutlass.Int64, 2 * stages]
+            bar_v: cute.struct.MemRange[cutlass.Int64, 2 * stages]
             q: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]
+            o: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]  # O on its way out
             k: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
             v: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
 
         # S = Q K^T: both K-major in shared memory. O = P V: P from registers, V^T is MN-major.
         mma_qk = sm90.make_trivial_tiled_mma(
-            dt, dt, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.K, F32, (CONSUMER_WGS, 1, 1), (64, BLOCK_N)
+            dt, dt, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.K, F32, (self.consumer_wgs, 1, 1), (64, self.block_n)
         )
         mma_pv = sm90.make_trivial_tiled_mma(
-            dt, dt, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.MN, F32, (CONSUMER_WGS, 1, 1), (64, d),
+            dt, dt, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.MN, F32, (self.consumer_wgs, 1, 1), (64, d),
             a_source=warpgroup.OperandSource.RMEM,
         )  # fmt: skip
         # shared -> global for O: 16-byte copies, 8 elements a thread, one warpgroup
@@ -208,11 +233,14 @@ class _FmhaSm90:
         s2g = cute.make_tiled_copy_tv(
             cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dt, num_bits_per_copy=128), thr, cute.make_layout((1, vec))
         )
-        grid = (cute.ceil_div(sq, BLOCK_M), hq, b)
+        # one CTA per SM walking the tiles (PERSISTENT), or one CTA per tile
+        m_tiles = cute.ceil_div(sq, self.block_m)
+        n_tiles = m_tiles * hq * b
+        ctas = cutlass.min(n_tiles, self.max_ctas)
         self.kernel(
             tQ, tK, tV, tma_q, tma_k, tma_v, mO, mLSE, mSink, mCodes, mScales, mGlobal, scale_log2, left, right,
-            sQ_layout, sKV_layout, mma_qk, mma_pv, s2g, Smem,
-        ).launch(grid=grid, block=[THREADS, 1, 1], stream=stream, min_blocks_per_mp=1)  # fmt: skip
+            m_tiles, n_tiles, sQ_layout, sKV_layout, mma_qk, mma_pv, s2g, Smem,
+        ).launch(grid=(ctas, 1, 1), block=[self.threads, 1, 1], stream=stream, min_blocks_per_mp=1)  # fmt: skip
 
     # --- device side ------------------------------------------------------------------
     @cute.kernel
@@ -233,6 +261,8 @@ class _FmhaSm90:
         scale_log2: F32,
         left: I32,
         right: I32,
+        m_tiles: I32,
+        n_tiles: I32,
         sQ_layout: cute.ComposedLayout,
         sKV_layout: cute.ComposedLayout,
         mma_qk: cute.TiledMma,
@@ -243,74 +273,64 @@ class _FmhaSm90:
         d = self.d
         tidx, _, _ = cute.arch.thread_idx()
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-        bx, head, batch = cute.arch.block_idx()
-        m_block = cute.arch.grid_dim()[0] - 1 - bx  # the last query tiles first: with a causal mask they see the most keys
-        sq = mQ.shape[0]
-        sk = mK.shape[0]
-        kv_head = head // (mQ.shape[2] // mK.shape[2])
-        offset = sk - sq  # bottom-right alignment of the masks
-        m0 = m_block * BLOCK_M
-
-        # --- which key blocks this query tile needs (as in kernels.fmha) ----------------
-        hi = sk
-        if cutlass.const_expr(self.has_right):
-            hi = cutlass.min(sk, m0 + BLOCK_M + offset + right)  # last row's last visible column + 1
-        hi = cutlass.max(hi, 0)
-        n_block_max = (hi + BLOCK_N - 1) // BLOCK_N
-        n_block_min = I32(0)
-        if cutlass.const_expr(self.has_left):
-            n_block_min = cutlass.max(m0 + offset - left, 0) // BLOCK_N
-        n_blocks = cutlass.max(n_block_max - n_block_min, 0)
+        first_tile, _, _ = cute.arch.block_idx()
+        ctas = cute.arch.grid_dim()[0]
 
         # --- shared memory and the load pipelines ---------------------------------------
         smem = cutlass.memory.SmemAllocator()
         storage = smem.allocate(Smem)
         sQ = storage.q.get_tensor(sQ_layout.outer, swizzle=sQ_layout.inner)
+        sO = storage.o.get_tensor(sQ_layout.outer, swizzle=sQ_layout.inner)
         sK = storage.k.get_tensor(sKV_layout.outer, swizzle=sKV_layout.inner)
         sV = storage.v.get_tensor(sKV_layout.outer, swizzle=sKV_layout.inner)
-        sVt = cute.composition(sV, cute.make_ordered_layout((d, BLOCK_N, STAGES), order=(1, 0, 2)))  # (D, N, stage)
+        sVt = cute.composition(sV, cute.make_ordered_layout((d, self.block_n, self.stages), order=(1, 0, 2)))  # (D, N, stage)
 
         producer = pipeline.CooperativeGroup(pipeline.Agent.Thread, 1)  # one elected thread arms each barrier
-        consumers = pipeline.CooperativeGroup(pipeline.Agent.Thread, CONSUMER_WGS * 4)  # one arrive per warp
+        consumers = pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_wgs * 4)  # one arrive per warp
         tile_bytes = cute.size_in_bytes(self.dtype, cute.select(sKV_layout, mode=[0, 1]))
         pipe_q = pipeline.PipelineTmaAsync.create(
             barrier_storage=storage.bar_q.data_ptr(), num_stages=1, producer_group=producer, consumer_group=consumers,
             tx_count=cute.size_in_bytes(self.dtype, sQ_layout),
         )  # fmt: skip
         pipe_k = pipeline.PipelineTmaAsync.create(
-            barrier_storage=storage.bar_k.data_ptr(), num_stages=STAGES, producer_group=producer,
+            barrier_storage=storage.bar_k.data_ptr(), num_stages=self.stages, producer_group=producer,
             consumer_group=consumers, tx_count=tile_bytes,
         )  # fmt: skip
         pipe_v = pipeline.PipelineTmaAsync.create(
-            barrier_storage=storage.bar_v.data_ptr(), num_stages=STAGES, producer_group=producer,
+            barrier_storage=storage.bar_v.data_ptr(), num_stages=self.stages, producer_group=producer,
             consumer_group=consumers, tx_count=tile_bytes,
         )  # fmt: skip
 
         if warp < 4:
-            # --- producer: TMA loads, last key block first ------------------------------
+            # --- producer: per tile, Q once (when the consumers are done with the last one),
+            # then K and V, last key block first; the ring runs on across tiles, so the next
+            # tile's first blocks load while the consumers finish the current one
             cute.arch.setmaxregister_decrease(PRODUCER_REGS)
             if warp == 0:
-                gQ = cute.local_tile(mQ[None, None, head, batch], (BLOCK_M, d), (m_block, 0))
-                gK = cute.local_tile(mK[None, None, kv_head, batch], (BLOCK_N, d), (None, 0))
-                gV = cute.local_tile(mV[None, None, kv_head, batch], (BLOCK_N, d), (None, 0))
-                one = cute.make_layout(1)
-                tQs, tQg = cpasync.tma_partition(tma_q, 0, one, cute.group_modes(sQ, 0, 2), cute.group_modes(gQ, 0, 2))
-                tKs, tKg = cpasync.tma_partition(tma_k, 0, one, cute.group_modes(sK, 0, 2), cute.group_modes(gK, 0, 2))
-                tVs, tVg = cpasync.tma_partition(tma_v, 0, one, cute.group_modes(sV, 0, 2), cute.group_modes(gV, 0, 2))
                 q_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 1)
-                pipe_q.producer_acquire(q_state)
-                cute.copy(tma_q, tQg, tQs, tma_bar_ptr=pipe_q.producer_get_barrier(q_state))
-                state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, STAGES)
-                for it in cutlass.range(n_blocks, unroll=1):
-                    n_block = n_block_max - 1 - it
-                    pipe_k.producer_acquire(state)
-                    cute.copy(tma_k, tKg[None, n_block], tKs[None, state.index], tma_bar_ptr=pipe_k.producer_get_barrier(state))
-                    pipe_v.producer_acquire(state)
-                    cute.copy(tma_v, tVg[None, n_block], tVs[None, state.index], tma_bar_ptr=pipe_v.producer_get_barrier(state))
-                    state.advance()
+                state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
+                one = cute.make_layout(1)
+                for tile in cutlass.range(first_tile, n_tiles, ctas, unroll=1):
+                    m_block, head, batch, kv_head, n_block_max, n_blocks = self.tile_coords(tile, m_tiles, mQ, mK, left, right)
+                    gQ = cute.local_tile(mQ[None, None, head, batch], (self.block_m, d), (m_block, 0))
+                    gK = cute.local_tile(mK[None, None, kv_head, batch], (self.block_n, d), (None, 0))
+                    gV = cute.local_tile(mV[None, None, kv_head, batch], (self.block_n, d), (None, 0))
+                    tQs, tQg = cpasync.tma_partition(tma_q, 0, one, cute.group_modes(sQ, 0, 2), cute.group_modes(gQ, 0, 2))
+                    tKs, tKg = cpasync.tma_partition(tma_k, 0, one, cute.group_modes(sK, 0, 2), cute.group_modes(gK, 0, 2))
+                    tVs, tVg = cpasync.tma_partition(tma_v, 0, one, cute.group_modes(sV, 0, 2), cute.group_modes(gV, 0, 2))
+                    pipe_q.producer_acquire(q_state)
+                    cute.copy(tma_q, tQg, tQs, tma_bar_ptr=pipe_q.producer_get_barrier(q_state))
+                    q_state.advance()
+                    for it in cutlass.range(n_blocks, unroll=1):
+                        n_block = n_block_max - 1 - it
+                        pipe_k.producer_acquire(state)
+                        cute.copy(tma_k, tKg[None, n_block], tKs[None, state.index], tma_bar_ptr=pipe_k.producer_get_barrier(state))
+                        pipe_v.producer_acquire(state)
+                        cute.copy(tma_v, tVg[None, n_block], tVs[None, state.index], tma_bar_ptr=pipe_v.producer_get_barrier(state))
+                        state.advance()
         else:
             # --- consumers: 64 query rows per warpgroup -----------------------------------
-            cute.arch.setmaxregister_increase(CONSUMER_REGS)
+            cute.arch.setmaxregister_increase(self.consumer_regs)
             ct = tidx - 128
             wg = cute.arch.make_warp_uniform(ct // 128)
             wg_qk = mma_qk.get_slice(wg * 128)  # smem operands are partitioned per warpgroup
@@ -318,86 +338,124 @@ class _FmhaSm90:
             tSrQ = wg_qk.make_fragment_A(wg_qk.partition_A(sQ))
             tSrK = wg_qk.make_fragment_B(wg_qk.partition_B(sK))
             tOrVt = wg_pv.make_fragment_B(wg_pv.partition_B(sVt))
-            acc_O = cute.make_rmem_tensor(wg_pv.partition_shape_C((BLOCK_M, d)), F32)
-            acc_O.fill(0.0)
-            tScS = _mn_view(mma_qk.get_slice(ct).partition_C(cute.make_identity_tensor((BLOCK_M, BLOCK_N))))
+            acc_O = cute.make_rmem_tensor(wg_pv.partition_shape_C((self.block_m, d)), F32)
+            tScS = _mn_view(mma_qk.get_slice(ct).partition_C(cute.make_identity_tensor((self.block_m, self.block_n))))
             n_rows = cute.size(tScS.shape[0])
             row_max = cute.make_rmem_tensor((n_rows,), F32)
             row_sum = cute.make_rmem_tensor((n_rows,), F32)
-            row_max.fill(-F32.inf)
-            row_sum.fill(0.0)
-
-            # Q must be in even if no key block is visited: the epilogue reuses its buffer
-            pipe_q.consumer_wait(pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 1))
-            state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, STAGES)
-            acc_S = cute.make_rmem_tensor(wg_qk.partition_shape_C((BLOCK_M, BLOCK_N)), F32)
+            acc_S = cute.make_rmem_tensor(wg_qk.partition_shape_C((self.block_m, self.block_n)), F32)
             rP = cute.make_fragment_like(acc_S, self.dtype)  # P of the block whose P V is next
             tOrP = _as_operand_a(rP)
             corr = cute.make_rmem_tensor((n_rows,), F32)
-            softmax = functools.partial(
-                self.softmax, acc_S, corr, row_max, row_sum, scale_log2, tScS, m0, sk, offset, left, right
-            )  # fmt: skip
-            if cutlass.const_expr(PINGPONG):
+            q_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 1)
+            state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+            if cutlass.const_expr(self.pingpong):
                 if wg == 0:
-                    cute.arch.barrier_arrive(barrier_id=3, number_of_threads=256)  # the first turn is the first consumer's
-            if n_blocks > 0:
-                # the first (last-in-sequence) block: S and softmax; its P V goes with the next S
-                pipe_k.consumer_wait(state)
-                self.mma_turn_wait(wg)
-                _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
-                self.mma_turn_done(wg)
-                warpgroup.wait_group(0)
-                pipe_k.consumer_release(state)
-                softmax(n_block_max - 1)  # O is still zero: nothing to rescale
-                rP.store(acc_S.load().to(self.dtype))
-                for it in cutlass.range(1, n_blocks, unroll=1):
-                    v_state = state.clone()  # V of the previous block
-                    state.advance()
+                    cute.arch.barrier_arrive(barrier_id=TURN_BARRIER, number_of_threads=256)  # the first turn is the first consumer's
+            for tile in cutlass.range(first_tile, n_tiles, ctas, unroll=1):
+                m_block, head, batch, kv_head, n_block_max, n_blocks = self.tile_coords(tile, m_tiles, mQ, mK, left, right)
+                m0 = m_block * self.block_m
+                sk = mK.shape[0]
+                offset = sk - mQ.shape[0]  # bottom-right alignment of the masks
+                acc_O.fill(0.0)
+                row_max.fill(-F32.inf)
+                row_sum.fill(0.0)
+                softmax = functools.partial(
+                    self.softmax, acc_S, corr, row_max, row_sum, scale_log2, tScS, m0, sk, offset, left, right
+                )  # fmt: skip
+                pipe_q.consumer_wait(q_state)
+                if n_blocks > 0:
+                    # the first (last-in-sequence) block: S and softmax; its P V goes with the next S
                     pipe_k.consumer_wait(state)
-                    pipe_v.consumer_wait(v_state)
-                    if cutlass.const_expr(INTRA_WG_OVERLAP):
-                        # S(n) and O += P(n+1) V(n+1) in flight together; softmax(n) once S(n) is in
-                        self.mma_turn_wait(wg)
-                        _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
-                        _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, v_state.index], False)
-                        self.mma_turn_done(wg)
-                        warpgroup.wait_group(1)
-                        pipe_k.consumer_release(state)
-                        softmax(n_block_max - 1 - it)
-                        warpgroup.wait_group(0)
-                        pipe_v.consumer_release(v_state)
-                    else:
-                        self.mma_turn_wait(wg)
-                        _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, v_state.index], False)
-                        _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
-                        self.mma_turn_done(wg)
-                        warpgroup.wait_group(1)
-                        pipe_v.consumer_release(v_state)
-                        warpgroup.wait_group(0)
-                        pipe_k.consumer_release(state)
-                        softmax(n_block_max - 1 - it)
-                    _rescale(acc_O, corr)
+                    self.mma_turn_wait(wg)
+                    _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
+                    self.mma_turn_done(wg)
+                    warpgroup.wait_group(0)
+                    pipe_k.consumer_release(state)
+                    softmax(n_block_max - 1)  # O is still zero: its first rescale (by 0) changes nothing
                     rP.store(acc_S.load().to(self.dtype))
-                pipe_v.consumer_wait(state)
-                self.mma_turn_wait(wg)
-                _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, state.index], False)
-                self.mma_turn_done(wg)
-                warpgroup.wait_group(0)
-                pipe_v.consumer_release(state)
+                    for it in cutlass.range(1, n_blocks, unroll=1):
+                        v_state = state.clone()  # V of the previous block
+                        state.advance()
+                        pipe_k.consumer_wait(state)
+                        pipe_v.consumer_wait(v_state)
+                        if cutlass.const_expr(self.overlap):
+                            # S(n) and O += P(n+1) V(n+1) in flight together; softmax(n) once S(n) is in.
+                            # O takes the correction of P(n+1)'s softmax while the S wgmma runs.
+                            self.mma_turn_wait(wg)
+                            _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
+                            _rescale(acc_O, corr)
+                            _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, v_state.index], False)
+                            self.mma_turn_done(wg)
+                            warpgroup.wait_group(1)
+                            pipe_k.consumer_release(state)
+                            softmax(n_block_max - 1 - it)
+                            warpgroup.wait_group(0)
+                            pipe_v.consumer_release(v_state)
+                        else:
+                            self.mma_turn_wait(wg)
+                            _rescale(acc_O, corr)
+                            _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, v_state.index], False)
+                            _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
+                            self.mma_turn_done(wg)
+                            warpgroup.wait_group(1)
+                            pipe_v.consumer_release(v_state)
+                            warpgroup.wait_group(0)
+                            pipe_k.consumer_release(state)
+                            softmax(n_block_max - 1 - it)
+                        rP.store(acc_S.load().to(self.dtype))
+                    pipe_v.consumer_wait(state)
+                    self.mma_turn_wait(wg)
+                    _rescale(acc_O, corr)
+                    _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, state.index], False)
+                    self.mma_turn_done(wg)
+                    warpgroup.wait_group(0)
+                    pipe_v.consumer_release(state)
+                    state.advance()
+                # every S wgmma of this tile is complete: Q's buffer may take the next tile's
+                pipe_q.consumer_release(q_state)
+                q_state.advance()
+                self.epilogue(acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mSink, mCodes, mScales, mGlobal, sO, mma_pv, s2g, ct, wg, m0, head, batch)
 
-            self.epilogue(acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mSink, mCodes, mScales, mGlobal, sQ, mma_pv, s2g, ct, wg, m0, head, batch)
+    @cute.jit
+    def tile_coords(self, tile: I32, m_tiles: I32, mQ: cute.Tensor, mK: cute.Tensor, left: I32, right: I32):
+        """(m_block, head, batch, kv_head, n_block_max, n_blocks) of a linear tile index.
+
+        The query tile is the fastest index, last tile first (with a causal mask the longest
+        rows start first and the short ones fill the tail), then head, then batch: the CTAs
+        that run together share a head's K and V in L2.
+        """
+        hq = mQ.shape[2]
+        m_block = m_tiles - 1 - tile % m_tiles
+        head = (tile // m_tiles) % hq
+        batch = tile // (m_tiles * hq)
+        kv_head = head // (hq // mK.shape[2])
+        sq = mQ.shape[0]
+        sk = mK.shape[0]
+        offset = sk - sq
+        m0 = m_block * self.block_m
+        # which key blocks this query tile needs (as in kernels.fmha)
+        hi = sk
+        if cutlass.const_expr(self.has_right):
+            hi = cutlass.min(sk, m0 + self.block_m + offset + right)  # last row's last visible column + 1
+        hi = cutlass.max(hi, 0)
+        n_block_max = (hi + self.block_n - 1) // self.block_n
+        n_block_min = I32(0)
+        if cutlass.const_expr(self.has_left):
+            n_block_min = cutlass.max(m0 + offset - left, 0) // self.block_n
+        return m_block, head, batch, kv_head, n_block_max, cutlass.max(n_block_max - n_block_min, 0)
 
     @cute.jit
     def mma_turn_wait(self, wg: I32):
-        """PINGPONG: wait until the other consumer has issued its wgmmas (named barrier 3 + wg)."""
-        if cutlass.const_expr(PINGPONG):
-            cute.arch.barrier(barrier_id=3 + wg, number_of_threads=256)
+        """PINGPONG: wait until the other consumer has issued its wgmmas (named barrier TURN_BARRIER + wg)."""
+        if cutlass.const_expr(self.pingpong):
+            cute.arch.barrier(barrier_id=TURN_BARRIER + wg, number_of_threads=256)
 
     @cute.jit
     def mma_turn_done(self, wg: I32):
         """PINGPONG: hand the turn to the other consumer."""
-        if cutlass.const_expr(PINGPONG):
-            cute.arch.barrier_arrive(barrier_id=3 + (1 - wg), number_of_threads=256)
+        if cutlass.const_expr(self.pingpong):
+            cute.arch.barrier_arrive(barrier_id=TURN_BARRIER + (1 - wg), number_of_threads=256)
 
     @cute.jit
     def softmax(
@@ -419,12 +477,12 @@ class _FmhaSm90:
 
         Only blocks that cross a causal/window limit or the key tail pay for the element mask.
         """
-        n0 = n_block * BLOCK_N
-        need_mask = n0 + BLOCK_N > sk
+        n0 = n_block * self.block_n
+        need_mask = n0 + self.block_n > sk
         if cutlass.const_expr(self.has_right):
-            need_mask = need_mask | (n0 + BLOCK_N - 1 > m0 + offset + right)
+            need_mask = need_mask | (n0 + self.block_n - 1 > m0 + offset + right)
         if cutlass.const_expr(self.has_left):
-            need_mask = need_mask | (n0 < m0 + BLOCK_M - 1 + offset - left)
+            need_mask = need_mask | (n0 < m0 + self.block_m - 1 + offset - left)
         if need_mask:
             self.online_softmax(acc_S, corr, row_max, row_sum, scale_log2, tScS, m0, n0, sk, offset, left, right, True)
         else:
@@ -486,7 +544,7 @@ class _FmhaSm90:
         mCodes: cute.Tensor,
         mScales: cute.Tensor,
         mGlobal: cute.Tensor,
-        sQ: cute.Tensor,
+        sO: cute.Tensor,
         mma_pv: cute.TiledMma,
         s2g: cute.TiledCopy,
         ct: I32,
@@ -495,7 +553,7 @@ class _FmhaSm90:
         head: I32,
         batch: I32,
     ):
-        """Normalize O, write the LSE, and O through this warpgroup's rows of sQ (or O as NVFP4)."""
+        """Normalize O, write the LSE, and O through this warpgroup's rows of sO (or O as NVFP4)."""
         d = self.d
         sq = mO.shape[0]
         acc_O_mn = _mn_view(acc_O)
@@ -510,14 +568,15 @@ class _FmhaSm90:
                 if row < sq:
                     mLSE[batch, head, row] = lse2 * F32(LN2)
 
-        # this warpgroup's S wgmmas (the only readers of its Q rows) are complete
         rO = cute.make_fragment_like(acc_O, self.dtype)
         rO.store(acc_O.load().to(self.dtype))
         r2s = cute.make_tiled_copy_C(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), self.dtype), mma_pv)
         thr_r2s = r2s.get_slice(ct)
-        cute.copy(r2s, thr_r2s.retile(rO), thr_r2s.partition_D(sQ))
-        cute.arch.barrier(barrier_id=1 + wg, number_of_threads=128)
-        sO = cute.local_tile(sQ, (64, d), (wg, 0))
+        # the warpgroup's rows of sO: every thread is done reading the previous tile's
+        cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
+        cute.copy(r2s, thr_r2s.retile(rO), thr_r2s.partition_D(sO))
+        cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
+        sO = cute.local_tile(sO, (64, d), (wg, 0))
         if cutlass.const_expr(self.nvfp4_out):
             # O as NVFP4, quantized from this warpgroup's tile as it would have been stored
             first = m0 + wg * 64
@@ -537,13 +596,54 @@ class _FmhaSm90:
 
 
 # --- compile (no GPU needed) ------------------------------------------------------
+class Config(NamedTuple):
+    """The compile-time shape of the kernel: tile, ring depth, scheduling."""
+
+    block_m: int  # query rows per CTA, 64 per consumer warpgroup
+    block_n: int  # keys per K/V tile
+    stages: int
+    overlap: bool  # INTRA_WG_OVERLAP
+    pingpong: bool  # PINGPONG
+    max_ctas: int  # CTAs launched at most: the SM count with PERSISTENT, else unbounded (one per tile)
+
+
+def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
+    """The knobs' current values for one configuration (TILES, or TILE_OVERRIDE when set)."""
+    block_m, block_n = TILE_OVERRIDE or TILES[(head_dim, has_left or has_right)]
+    if block_m % 64 or not 64 <= block_m <= 192 or block_n % 16 or not 16 <= block_n <= 256:
+        raise ValueError(f"tile ({block_m}, {block_n}): BLOCK_M must be 64, 128 or 192, BLOCK_N a multiple of 16 up to 256")
+    if PINGPONG and block_m != 128:
+        raise ValueError("PINGPONG takes turns between exactly two consumer warpgroups (BLOCK_M = 128)")
+    return Config(block_m, block_n, STAGES, INTRA_WG_OVERLAP, PINGPONG, sm_count() if PERSISTENT else 2**31 - 1)
+
+
 @functools.cache
+def sm_count() -> int:
+    """Multiprocessors of CUDA device 0 (132 on an H100/H200 SXM when there is no GPU to ask)."""
+    try:
+        (err,) = cuda.cuInit(0)
+        if err == cuda.CUresult.CUDA_SUCCESS:
+            err, dev = cuda.cuDeviceGet(0)
+            if err == cuda.CUresult.CUDA_SUCCESS:
+                err, n = cuda.cuDeviceGetAttribute(cuda.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev)
+                if err == cuda.CUresult.CUDA_SUCCESS and n > 0:
+                    return int(n)
+    except Exception:  # no driver here: compile-only
+        pass
+    return 132
+
+
 def compile_kernel(dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, arch: str = "sm_90a", options: str = "", nvfp4_out: bool = False):
-    """The compiled kernel for one configuration (fake pointers and sizes: no GPU needed)."""
+    """The compiled kernel for one configuration and the knobs' current values (no GPU needed)."""
     if arch not in ARCHS:
         raise ValueError(f"the wgmma path targets {ARCHS}, not {arch!r}")
+    return _compile(dtype, head_dim, has_left, has_right, has_sink, arch, options, nvfp4_out, config_for(head_dim, has_left, has_right))
+
+
+@functools.cache
+def _compile(dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, arch: str, options: str, nvfp4_out: bool, config: Config):
     dt = DTYPES[dtype]
-    kernel = _FmhaSm90(dt, head_dim, has_left, has_right, has_sink, nvfp4_out)
+    kernel = _FmhaSm90(dt, head_dim, has_left, has_right, has_sink, nvfp4_out, config)
     gmem = cute.AddressSpace.gmem
     args = (
         make_ptr(dt, 16, gmem, assumed_align=16),

@@ -194,9 +194,10 @@ def test_compiles_wgmma(i, layout, tmp_path, monkeypatch):
     ptx = fn.__ptx__
     # S = Q K^T over D/16 k-steps, P V over BLOCK_N/16, m64nNk16 each, in the loop and once
     # more outside it (the first block's S, the last block's P V); TMA loads; setmaxnreg
-    n_qk, n_pv = head_dim // 16, fmha.fmha_sm90.BLOCK_N // 16
+    block_n = fmha.fmha_sm90.config_for(head_dim, window[0] >= 0, causal or window[1] >= 0).block_n
+    n_qk, n_pv = head_dim // 16, block_n // 16
     assert ptx.count("wgmma.mma_async") == 2 * (n_qk + n_pv)
-    assert f"wgmma.mma_async.sync.aligned.m64n{fmha.fmha_sm90.BLOCK_N}k16.f32" in ptx
+    assert f"wgmma.mma_async.sync.aligned.m64n{block_n}k16.f32" in ptx
     assert f"wgmma.mma_async.sync.aligned.m64n{head_dim}k16.f32" in ptx
     assert "cp.async.bulk.tensor" in ptx and "setmaxnreg" in ptx
     assert "ld.local" not in ptx and "st.local" not in ptx
@@ -346,6 +347,35 @@ def test_gpu_long_and_repeated(path):
     q, k, v = (torch.randn(2, 1500, 4, 128, device="cuda", generator=g).to(torch.bfloat16) for _ in range(3))
     first = fmha.attention(q, k, v, causal=True, path=path)
     assert torch.equal(first, fmha.attention(q, k, v, causal=True, path=path)), "a moving result is a race"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "shape, d, causal, window, sink",
+    [
+        ((3, 1100, 1100, 8, 2), 128, True, (-1, -1), False),  # 216 tiles of uneven length, GQA
+        ((2, 700, 1500, 12, 12), 64, False, (300, 40), True),  # 144 tiles, window + sink, Sq != Sk
+    ],
+)
+def test_gpu_wgmma_persistent_matches_one_cta_per_tile(shape, d, causal, window, sink, monkeypatch):
+    """More tiles than SMs: each CTA of the persistent launch walks several tiles (the K/V ring,
+    Q's buffer and O's staging buffer carried from one tile to the next), and must give the
+    same bits as one CTA per tile, and the reference's values."""
+    torch = _cuda()
+    _gpu_path(torch, "wgmma")
+    fmha = _fmha()
+    b, sq, sk, hq, hkv = shape
+    _check(torch, torch.bfloat16, b, sq, sk, hq, hkv, d, causal, window, sink, path="wgmma")
+    g = torch.Generator(device="cuda").manual_seed(11)
+    q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(torch.bfloat16)
+    k, v = (torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(torch.bfloat16) for _ in range(2))
+    s = torch.randn(hq, device="cuda", generator=g) if sink else None
+    kw = dict(causal=causal, window=window, sink=s, return_lse=True, path="wgmma")
+    assert fmha.fmha_sm90.PERSISTENT
+    out, lse = fmha.attention(q, k, v, **kw)
+    monkeypatch.setattr(fmha.fmha_sm90, "PERSISTENT", False)
+    ref_out, ref_lse = fmha.attention(q, k, v, **kw)
+    assert torch.equal(out, ref_out) and torch.equal(lse, ref_lse), "persistent and one-CTA-per-tile launches differ"
 
 
 # --- exp2 on the FMA units (FA4's MUFU relief): accuracy of the formula, compiles, GPU ----------------

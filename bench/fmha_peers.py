@@ -1,0 +1,376 @@
+"""Our FMHA forward against FlashAttention-3, FlashAttention-4 and cuDNN, in one run, one timer (H200).
+
+    python bench/fmha_peers.py --out DIR [--results bench/results.json] [--variants NAME,...] [--skip-peers]
+
+The timer is triton's `do_bench` (median; it flushes the L2 before every call), the same
+for every implementation, on the same inputs, in the same process:
+  ours   `kernels.fmha.attention` (path "auto": the wgmma kernel on the H200)
+  fa3    FlashAttention-3's Hopper forward (the `fa3-fwd` wheel: `fa3_fwd_interface.flash_attn_func`)
+  fa4    FlashAttention-4 4.0.0b36 (`flash_attn.cute.flash_attn_func`, its sm90 path)
+  cudnn  torch SDPA restricted to the cuDNN backend ([B, H, S, D] views, GQA by enable_gqa)
+A peer that cannot run a case (cuDNN: windows, sinks; FA3: sinks) is left out of that row.
+
+Cases: the issue's table (ISSUE_CASES), decode / short-query shapes (DECODE_CASES: GQA 8:1,
+the peers with their split-KV heuristic, num_splits=0; ours has no split-KV path), and the
+NVFP4 epilogue (NVFP4_CASES: the fused `out_format="nvfp4"` call against the bf16-output
+call and against bf16 attention + `nvfp4.quantize`, with one global scale; the codes and
+scales must be bit-identical). Accuracy (ACCURACY_CASES): max |out - ref| against the float64
+reference for ours, FA3 and FA4 on the same inputs; ours must not exceed the larger of theirs.
+
+TFLOP/s = 4 * B * Hq * D * (unmasked (query, key) pairs). `--variants` also times our kernel
+with other knob settings of `kernels.fmha_sm90` (VARIANTS; "before" is the kernel as committed
+before this bench's session, bench/h200/fmha_peers/fmha_sm90_before.py) on VARIANT_CASES.
+
+Writes DIR/fmha_peers.json (every row), DIR/fmha_peers.md (the tables) and, with --results,
+read-modify-writes only the `fmha_*` keys of that results file (entries `fmha_<case>` with
+ours, peer = the fastest peer in this run, ratio = peer time / our time, and
+`fmha_nvfp4_epilogue_<case>`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import functools
+import importlib.util
+import json
+import math
+import pathlib
+import sys
+import traceback
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+# (B, Hq, Hkv, Sq, Sk, D, causal, window, sink)
+ISSUE_CASES = [
+    (4, 16, 16, 4096, 4096, 128, False, (-1, -1), False),
+    (4, 16, 16, 4096, 4096, 128, True, (-1, -1), False),
+    (2, 16, 16, 8192, 8192, 128, False, (-1, -1), False),
+    (2, 16, 16, 8192, 8192, 128, True, (-1, -1), False),
+    (4, 16, 16, 4096, 4096, 64, False, (-1, -1), False),
+    (4, 16, 16, 4096, 4096, 64, True, (-1, -1), False),
+    (1, 32, 32, 16384, 16384, 128, False, (-1, -1), False),
+    (1, 32, 32, 16384, 16384, 128, True, (-1, -1), False),
+    (8, 32, 32, 1024, 1024, 128, False, (-1, -1), False),
+    (16, 8, 8, 2048, 2048, 64, True, (-1, -1), False),
+    (2, 16, 16, 8192, 8192, 128, True, (1024, 0), False),
+    (2, 16, 16, 8192, 8192, 128, True, (-1, -1), True),
+]
+DECODE_CASES = [
+    (b, 32, 4, sq, sk, 128, False, (-1, -1), False)
+    for sq, sk, b in [(1, 4096, 8), (1, 32768, 2), (16, 4096, 8), (16, 32768, 2), (64, 8192, 4), (128, 4096, 8), (128, 32768, 2)]
+]
+# (B, Hq, S, D, causal): the issue's NVFP4 shapes
+NVFP4_CASES = [(4, 16, 4096, 128, True), (2, 16, 8192, 128, False), (8, 16, 2048, 64, True)]
+ACCURACY_CASES = [
+    (1, 8, 8, 2048, 2048, 128, False, (-1, -1), False),
+    (1, 8, 2, 2048, 2048, 128, True, (-1, -1), False),
+    (1, 8, 8, 2048, 2048, 64, True, (-1, -1), False),
+    (1, 8, 8, 1000, 3000, 64, False, (-1, -1), False),
+]
+VARIANT_CASES = [ISSUE_CASES[i] for i in (0, 1, 4, 5, 8, 9)]
+# name: {knob: value} of kernels.fmha_sm90 ("before": the previous kernel file)
+# (a name may carry a suffix "#2" to time the same variant again later in the run)
+VARIANTS = {
+    "before": None,
+    "now": {},
+    "one_cta_per_tile": {"PERSISTENT": False},
+    "d64_192x128": {"TILES": {(64, False): (192, 128), (64, True): (192, 128), (128, False): (128, 128), (128, True): (128, 128)}},
+    "d64_192x96": {"TILES": {(64, False): (192, 96), (64, True): (192, 96), (128, False): (128, 128), (128, True): (128, 128)}},
+    "d128_128x176": {"TILES": {(64, False): (128, 128), (64, True): (128, 128), (128, False): (128, 176), (128, True): (128, 128)}},
+    "d128_128x144": {"TILES": {(64, False): (128, 128), (64, True): (128, 128), (128, False): (128, 144), (128, True): (128, 128)}},
+    "pingpong": {"PINGPONG": True},
+}
+
+
+def case_name(case) -> str:
+    b, h, hkv, sq, sk, d, causal, window, sink = case
+    s = f"s{sq}" if sq == sk else f"sq{sq}_sk{sk}"
+    name = f"b{b}_h{h}" + (f"_hkv{hkv}" if hkv != h else "") + f"_{s}_d{d}"
+    return name + ("_causal" if causal else "") + (f"_window{window[0]}" if window[0] >= 0 else "") + ("_sink" if sink else "")
+
+
+def score_pairs(sq: int, sk: int, causal: bool, window) -> int:
+    """Unmasked (query, key) pairs, bottom-right aligned as every implementation here does."""
+    left, right = window
+    if causal:
+        right = 0 if right < 0 else min(right, 0)
+    total = 0
+    for i in range(sq):
+        lo = 0 if left < 0 else max(0, i + sk - sq - left)
+        hi = sk - 1 if right < 0 else min(sk - 1, i + sk - sq + right)
+        total += max(0, hi - lo + 1)
+    return total
+
+
+def make_inputs(torch, case, seed=0):
+    b, h, hkv, sq, sk, d, causal, window, sink = case
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = torch.randn(b, sq, h, d, device="cuda", generator=g).to(torch.bfloat16)
+    k = torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(torch.bfloat16)
+    v = torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(torch.bfloat16)
+    sinks = torch.randn(h, device="cuda", generator=g).float() if sink else None
+    return q, k, v, sinks
+
+
+def implementations(torch, case, q, k, v, sinks, split: bool):
+    """name -> a callable returning out [B, Sq, H, D], for every implementation that takes this case."""
+    b, h, hkv, sq, sk, d, causal, window, sink = case
+    from kernels import fmha
+
+    impls = {"ours": lambda: fmha.attention(q, k, v, causal=causal, window=window, sink=sinks)}
+    left, right = window
+    try:
+        from fa3_fwd_interface import flash_attn_func as fa3_func
+
+        if not sink:
+            impls["fa3"] = lambda: fa3_func(q, k, v, causal=causal, window_size=(left, right), num_splits=0 if split else 1)
+    except ImportError as e:
+        print(f"FA3 not importable: {e}", flush=True)
+    try:
+        from flash_attn.cute import flash_attn_func as fa4_func
+
+        ws = (None if left < 0 else left, None if right < 0 else right)
+        impls["fa4"] = lambda: _first(fa4_func(q, k, v, causal=causal, window_size=ws, learnable_sink=sinks, num_splits=0 if split else 1))
+    except ImportError as e:
+        print(f"FA4 not importable: {e}", flush=True)
+    # cuDNN's is_causal is top-left aligned: same as ours only for Sq == Sk; no windows, no sinks
+    if window == (-1, -1) and not sink and (not causal or sq == sk):
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
+
+        def cudnn():
+            with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+                return torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal, enable_gqa=hkv != h).transpose(1, 2)
+
+        impls["cudnn"] = cudnn
+    return impls
+
+
+def _first(out):
+    return out[0] if isinstance(out, tuple) else out
+
+
+def time_ms(fn) -> float:
+    import triton.testing
+
+    return float(triton.testing.do_bench(fn, warmup=10, rep=60, return_mode="median"))
+
+
+def peers_table(torch, cases, split: bool, rows: list, kind: str):
+    for case in cases:
+        b, h, hkv, sq, sk, d, causal, window, sink = case
+        flops = 4 * b * h * d * score_pairs(sq, sk, causal, window)
+        q, k, v, sinks = make_inputs(torch, case)
+        row = {"kind": kind, "case": case_name(case), "flops": flops}
+        for name, fn in implementations(torch, case, q, k, v, sinks, split).items():
+            try:
+                row[name + "_ms"] = time_ms(fn)
+                row[name] = round(flops / row[name + "_ms"] / 1e9, 1)
+            except Exception as e:  # a peer that rejects the case is reported, not fatal
+                print(f"{row['case']} {name}: {type(e).__name__}: {str(e)[:200]}", flush=True)
+        peers = [p for p in ("fa3", "fa4", "cudnn") if p in row]
+        if "ours" in row and peers:
+            best = max(peers, key=lambda p: row[p])
+            row["best_peer"], row["ratio"] = best, round(row[best + "_ms"] / row["ours_ms"], 3)
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+        del q, k, v, sinks
+    torch.cuda.empty_cache()
+
+
+def accuracy(torch, rows: list):
+    from kernels import fmha
+
+    for case in ACCURACY_CASES:
+        q, k, v, sinks = make_inputs(torch, case, seed=7)
+        ref, _ = fmha.reference_attention(q, k, v, case[6], case[7], sinks)
+        row = {"kind": "accuracy", "case": case_name(case)}
+        for name, fn in implementations(torch, case, q, k, v, sinks, False).items():
+            try:
+                out = fn().double()
+                row[name + "_max_abs"] = float((out - ref).abs().max())
+                row[name + "_rel"] = float((out - ref).norm() / ref.norm())
+            except Exception as e:
+                print(f"accuracy {row['case']} {name}: {type(e).__name__}: {str(e)[:200]}", flush=True)
+        bound = max(row.get("fa3_max_abs", 0.0), row.get("fa4_max_abs", 0.0))
+        row["ours_within_peers"] = row.get("ours_max_abs", math.inf) <= bound
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+
+
+def nvfp4_epilogue(torch, rows: list):
+    from kernels import fmha, nvfp4
+
+    for b, h, s, d, causal in NVFP4_CASES:
+        case = (b, h, h, s, s, d, causal, (-1, -1), False)
+        q, k, v, _ = make_inputs(torch, case)
+        g = nvfp4.compute_global_scale(v)
+        bf16 = lambda: fmha.attention(q, k, v, causal=causal)  # noqa: E731
+        fused = lambda: fmha.attention(q, k, v, causal=causal, out_format="nvfp4", global_scale=g)  # noqa: E731
+        two = lambda: nvfp4.quantize(fmha.attention(q, k, v, causal=causal).reshape(-1, d), g)  # noqa: E731
+        codes, scales, _ = fused()
+        want_codes, want_scales, _ = two()
+        identical = torch.equal(codes.reshape(-1, d // 2), want_codes) and torch.equal(
+            scales.view(torch.uint8).reshape(-1, d // 16), want_scales.view(torch.uint8)
+        )
+        t_bf16, t_fused, t_two = time_ms(bf16), time_ms(fused), time_ms(two)
+        row = {"kind": "nvfp4", "case": case_name(case), "bf16_ms": t_bf16, "fused_ms": t_fused, "two_kernels_ms": t_two,
+               "fused_over_bf16": round(t_fused / t_bf16, 3), "two_kernels_over_fused": round(t_two / t_fused, 3),
+               "bit_identical": bool(identical)}  # fmt: skip
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+        del q, k, v
+
+
+@functools.cache
+def load_before():
+    """kernels.fmha_sm90 as it was before this session (a copy kept with the raw results)."""
+    path = ROOT / "bench" / "h200" / "fmha_peers" / "fmha_sm90_before.py"
+    spec = importlib.util.spec_from_file_location("kernels.fmha_sm90_before", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    # callers that key their launch caches on the current tile configuration see one of its own
+    module.config_for = lambda head_dim, has_left, has_right: ("before", head_dim, has_left, has_right)
+    return module
+
+
+def variants(torch, names, rows: list):
+    from kernels import fmha, fmha_sm90
+
+    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT")}
+    for name in names:
+        knobs = VARIANTS[name.split("#")[0]]
+        try:
+            fmha.fmha_sm90 = load_before() if knobs is None else fmha_sm90
+            for knob, value in {**saved, **(knobs or {})}.items():
+                setattr(fmha_sm90, knob, value)
+            errs = [check_variant(torch, fmha, c) for c in ACCURACY_CASES]
+            print(f"variant {name}: relative errors {[round(e, 5) for e in errs]}", flush=True)
+            for case in VARIANT_CASES:
+                b, h, hkv, sq, sk, d, causal, window, sink = case
+                q, k, v, sinks = make_inputs(torch, case)
+                ms = time_ms(lambda: fmha.attention(q, k, v, causal=causal, window=window, sink=sinks))
+                flops = 4 * b * h * d * score_pairs(sq, sk, causal, window)
+                row = {"kind": "variant", "variant": name, "case": case_name(case), "ours_ms": ms,
+                       "ours": round(flops / ms / 1e9, 1), "max_rel_err": max(errs)}  # fmt: skip
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+        except Exception as e:
+            print(f"variant {name} failed: {type(e).__name__}: {e}", flush=True)
+            traceback.print_exc()
+        finally:
+            fmha.fmha_sm90 = fmha_sm90
+            for knob, value in saved.items():
+                setattr(fmha_sm90, knob, value)
+
+
+def check_variant(torch, fmha, case) -> float:
+    q, k, v, sinks = make_inputs(torch, case, seed=3)
+    out = fmha.attention(q, k, v, causal=case[6], window=case[7], sink=sinks)
+    ref, _ = fmha.reference_attention(q, k, v, case[6], case[7], sinks)
+    err = float((out.double() - ref).norm() / ref.norm())
+    if not err <= 1e-2:
+        raise AssertionError(f"relative error {err} on {case_name(case)}")
+    return err
+
+
+def markdown(rows) -> str:
+    md = ["| case | ours | FA3 | FA4 | cuDNN | ours / best peer |", "| --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        if r["kind"] in ("issue", "decode"):
+            cells = [str(r.get(k, "-")) for k in ("ours", "fa3", "fa4", "cudnn")]
+            md.append(f"| {r['case']} | " + " | ".join(cells) + f" | {r.get('ratio', '-')} |")
+    md += ["", "| NVFP4 case | bf16 ms | fused ms | bf16 + quantize ms | fused / bf16 | two / fused | identical |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        if r["kind"] == "nvfp4":
+            md.append(f"| {r['case']} | {r['bf16_ms']:.3f} | {r['fused_ms']:.3f} | {r['two_kernels_ms']:.3f} | {r['fused_over_bf16']} | {r['two_kernels_over_fused']} | {r['bit_identical']} |")
+    md += ["", "| accuracy case | ours max abs | FA3 | FA4 | ours within |", "| --- | --- | --- | --- | --- |"]
+    for r in rows:
+        if r["kind"] == "accuracy":
+            cells = [f"{r[k]:.2e}" if k in r else "-" for k in ("ours_max_abs", "fa3_max_abs", "fa4_max_abs")]
+            md.append(f"| {r['case']} | " + " | ".join(cells) + f" | {r['ours_within_peers']} |")
+    var = [r for r in rows if r["kind"] == "variant"]
+    if var:
+        cases = list(dict.fromkeys(r["case"] for r in var))
+        md += ["", "| variant | " + " | ".join(cases) + " |", "| --- |" + " --- |" * len(cases)]
+        for name in dict.fromkeys(r["variant"] for r in var):
+            got = {r["case"]: r["ours"] for r in var if r["variant"] == name}
+            md.append(f"| {name} | " + " | ".join(str(got.get(c, "-")) for c in cases) + " |")
+    return "\n".join(md) + "\n"
+
+
+def results_entries(rows, gpu: str, date: str) -> dict:
+    entries = {}
+    for r in rows:
+        if r["kind"] in ("issue", "decode") and "ratio" in r:
+            best = r["best_peer"]
+            entries[f"fmha_{r['case']}"] = {
+                "ours": r["ours"], "peer": r[best], "ratio": r["ratio"], "peer_name": best,
+                "fa3": r.get("fa3"), "fa4": r.get("fa4"), "cudnn": r.get("cudnn"),
+                "unit": "TFLOP/s over the unmasked area; peer = fastest of FA3, FA4, cuDNN in the same run; ratio = peer ms / ours ms",
+                "timer": "triton do_bench median, L2 flushed", "gpu": gpu, "date": date,
+                "ours_ms": round(r["ours_ms"], 4), "peer_ms": round(r[best + "_ms"], 4),
+            }  # fmt: skip
+        elif r["kind"] == "nvfp4":
+            entries[f"fmha_nvfp4_epilogue_{r['case']}"] = {
+                "fused_over_bf16": r["fused_over_bf16"], "two_kernels_over_fused": r["two_kernels_over_fused"],
+                "bit_identical": r["bit_identical"], "bf16_ms": round(r["bf16_ms"], 4), "fused_ms": round(r["fused_ms"], 4),
+                "two_kernels_ms": round(r["two_kernels_ms"], 4),
+                "goal": "fused_over_bf16 <= 1.02 and two_kernels_over_fused >= 1.05", "gpu": gpu, "date": date,
+            }  # fmt: skip
+    return entries
+
+
+def merge_results(path: pathlib.Path, entries: dict):
+    """Replace the fmha_* keys of the results file with these; every other key is kept."""
+    existing = json.loads(path.read_text()) if path.exists() else {}
+    kept = {k: v for k, v in existing.items() if not k.startswith("fmha_")}
+    path.write_text(json.dumps({**kept, **entries}, indent=2) + "\n")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=pathlib.Path, required=True)
+    parser.add_argument("--results", type=pathlib.Path)
+    parser.add_argument("--variants", default="", help=f"comma-separated, of {sorted(VARIANTS)}")
+    parser.add_argument("--skip-peers", action="store_true", help="only the variants")
+    args = parser.parse_args()
+    names = [n for n in args.variants.split(",") if n]
+    for n in names:
+        if n.split("#")[0] not in VARIANTS:
+            parser.error(f"unknown variant {n!r}; known: {sorted(VARIANTS)}")
+    import torch
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    gpu, date = torch.cuda.get_device_name(), datetime.date.today().isoformat()
+    rows: list = []
+
+    def save():
+        (args.out / "fmha_peers.json").write_text(json.dumps(rows, indent=1) + "\n")
+        (args.out / "fmha_peers.md").write_text(markdown(rows))
+
+    steps = [] if args.skip_peers else [
+        lambda: peers_table(torch, ISSUE_CASES, False, rows, "issue"),
+        lambda: peers_table(torch, DECODE_CASES, True, rows, "decode"),
+        lambda: nvfp4_epilogue(torch, rows),
+        lambda: accuracy(torch, rows),
+    ]  # fmt: skip
+    if names:
+        steps.append(lambda: variants(torch, names, rows))
+    for step in steps:
+        try:
+            step()
+        except Exception as e:  # keep what was measured
+            print(f"step failed: {type(e).__name__}: {e}", flush=True)
+            traceback.print_exc()
+        save()
+    print(markdown(rows))
+    if args.results and not args.skip_peers:
+        merge_results(args.results, results_entries(rows, gpu, date))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,561 @@
+"""FMHA forward for Hopper (sm_90a): warpgroup MMA (wgmma), TMA loads, a producer warp.
+
+Same API, semantics and masks as `kernels.fmha` (read its docstring: bottom-right aligned
+causal/window limits, per-head sink logit, GQA, LSE, rows that see nothing give out = 0
+and LSE = -inf); `kernels.fmha.attention` picks this path on sm_90a.
+
+The kernel: one CTA of three warpgroups per (128-query tile, q head, batch); the query
+tiles run last-first, so with a causal mask the longest rows start first and the short
+ones fill the tail of the grid.
+
+- Warpgroup 0 is the producer: one warp issues TMA loads (Q once, then K and V tiles of
+  BLOCK_N keys from the last visited block to the first) into a ring of STAGES shared
+  memory buffers, each completing on an mbarrier; a buffer is reused once both consumer
+  warpgroups have released it. It gives most of its registers away (setmaxnreg).
+- Warpgroups 1 and 2 are consumers, 64 query rows each. Per key block:
+  S = Q K^T by wgmma with both operands in shared memory (fp32 accumulators in registers),
+  the K buffer released as soon as S is complete; the element mask only on blocks that
+  cross a causal/window limit or the key tail; online softmax in registers (running row
+  max and sum, O rescaled by exp2((m_old - m_new) * c), c = softmax_scale * log2(e)
+  folded into one FFMA per score); P converted to bf16/fp16 in registers is the A operand
+  of O += P V (wgmma "RS": the S accumulator layout of 16 columns is exactly the A
+  fragment of one k16 step), V read transposed from shared memory by the descriptor.
+  The P V of one block and the S of the next are issued together, and the softmax of that
+  S runs while the P V wgmma does (INTRA_WG_OVERLAP); with two consumers, one's softmax
+  also overlaps the other's MMAs (in strict turns with PINGPONG).
+- Key blocks outside the query tile's causal/window limits are never loaded nor computed
+  (the loop bounds are those of `kernels.fmha`). Rows past the keys' end come in as zeros
+  from TMA (out of bounds), so no NaN * 0 reaches O.
+- Epilogue per consumer: normalize O (sink in the denominator), LSE, O to bf16/fp16
+  through the warpgroup's own rows of Q's shared memory, then 16-byte stores.
+
+Compiles for sm_90a only (wgmma, setmaxnreg), inside `lowering.prelowering()`, with no GPU
+(fake pointers and sizes).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as pipeline
+import cutlass.utils.hopper_helpers as sm90
+from cutlass.cute.nvgpu import cpasync, warpgroup
+from cutlass.cute.runtime import make_ptr
+from cutlass.tensor_utils import LayoutEnum
+
+import lowering
+from kernels import nvfp4
+from kernels.attention_parts import LN2, finish_row, fmax, nvfp4_outputs, quad_allreduce, store_nvfp4
+
+# --- tuning knobs ---------------------------------------------------------------
+BLOCK_M = 128  # query rows per CTA: 64 per consumer warpgroup
+BLOCK_N = 128  # keys per K/V tile
+STAGES = 2  # K/V shared-memory ring depth (D=128: Q 32 KB + 2 x (K 32 KB + V 32 KB))
+CONSUMER_WGS = BLOCK_M // 64
+THREADS = 128 * (1 + CONSUMER_WGS)  # producer warpgroup + consumers
+PRODUCER_REGS = 24  # setmaxnreg: the producer only issues TMA
+CONSUMER_REGS = 240  # accumulators S (64) and O (D/2), P (32), softmax state
+# FA3's intra-warpgroup overlap: S(n) = Q K(n)^T and O += P(n+1) V(n+1) are issued together
+# and the softmax of S(n) runs while the P V wgmma does; False: the softmax waits for both
+INTRA_WG_OVERLAP = True
+# FA3's ping-pong between the consumers: named barriers let one warpgroup issue its wgmmas
+# while the other runs its softmax, in turn
+PINGPONG = False
+HEAD_DIMS = (64, 128)
+DTYPES = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}
+ARCHS = ("sm_90a",)
+
+F32 = cutlass.Float32
+I32 = cutlass.Int32
+
+
+# --- register-view helpers (trace-time layout algebra) --------------------------------
+def _mn_view(acc: cute.Tensor) -> cute.Tensor:
+    """A wgmma accumulator ((2 cols, 2 rows, N/8), MMA_M, MMA_N) seen as (rows, cols)."""
+    lay = cute.make_layout(acc.layout.shape)  # the same shape, compact column-major
+    rows = (lay.shape[0][1], lay.shape[1])
+    cols = (lay.shape[0][0], lay.shape[0][2], lay.shape[2])
+    mn = cute.make_layout(
+        (rows, cols),
+        stride=((lay.stride[0][1], lay.stride[1]), (lay.stride[0][0], lay.stride[0][2], lay.stride[2])),
+    )
+    return cute.make_tensor(acc.iterator, cute.composition(acc.layout, mn))
+
+
+def _as_operand_a(p: cute.Tensor) -> cute.Tensor:
+    """P as the register A operand of P V: ((2, 2, N/8), M, 1) -> ((2, 2, 2), M, N/16).
+
+    For 16-bit types one k16 step of wgmma's A fragment holds, per thread, the same
+    (row, column) pairs as 16 columns of the m64nN accumulator, in the same order.
+    """
+    d = cute.logical_divide(p.layout, ((None, None, 2), None, None))
+    lay = cute.make_layout(
+        ((d.shape[0][0], d.shape[0][1], d.shape[0][2][0]), d.shape[1], (d.shape[0][2][1], d.shape[2])),
+        stride=((d.stride[0][0], d.stride[0][1], d.stride[0][2][0]), d.stride[1], (d.stride[0][2][1], d.stride[2])),
+    )
+    return cute.make_tensor(p.iterator, lay)
+
+
+def _smem_layout(dt, rows: int, d: int, stages: int | None = None):
+    """Rows of D elements, D contiguous, in the 128-byte-swizzled atom wgmma and TMA share."""
+    atom = warpgroup.make_smem_layout_atom(sm90.get_smem_layout_atom(LayoutEnum.ROW_MAJOR, dt, d), dt)
+    if stages is None:
+        return cute.tile_to_shape(atom, (rows, d), (0, 1))
+    return cute.tile_to_shape(atom, (rows, d, stages), (0, 1, 2))
+
+
+@cute.jit
+def _wgmma_issue(tiled_mma: cute.TiledMma, acc: cute.Tensor, a: cute.Tensor, b: cute.Tensor, zero_init: cutlass.Constexpr):
+    """Issue acc (+)= A B over the k slices as one wgmma group (wait for it with wait_group)."""
+    warpgroup.fence()  # registers written by ordinary code (P, rescaled O) before wgmma reads them
+    atom = cute.make_mma_atom(tiled_mma.op)
+    atom.set(warpgroup.Field.ACCUMULATE, not zero_init)
+    for k in cutlass.range_constexpr(cute.size(a.shape[2])):
+        cute.gemm(atom, acc, a[None, None, k], b[None, None, k], acc)
+        atom.set(warpgroup.Field.ACCUMULATE, True)
+    warpgroup.commit_group()
+
+
+@cute.jit
+def _rescale(acc_O: cute.Tensor, corr: cute.Tensor):
+    """O's rows times the online softmax's correction factors."""
+    O = _mn_view(acc_O)
+    for r in cutlass.range_constexpr(cute.size(corr)):
+        O[r, None] = O[r, None].load() * corr[r]
+
+
+class _FmhaSm90:
+    """One compiled configuration: dtype, head dim and which masks exist (compile-time)."""
+
+    def __init__(self, dtype, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, nvfp4_out: bool = False):
+        self.nvfp4_out = nvfp4_out  # the epilogue writes O as NVFP4 (codes + E4M3 scales) instead
+        self.dtype = dtype
+        self.d = head_dim
+        self.has_left = has_left
+        self.has_right = has_right
+        self.has_sink = has_sink
+
+    # --- host side: layouts, TMA descriptors, launch -----------------------------------
+    @cute.jit
+    def __call__(
+        self,
+        q_ptr: cute.Pointer,
+        k_ptr: cute.Pointer,
+        v_ptr: cute.Pointer,
+        o_ptr: cute.Pointer,
+        lse_ptr: cute.Pointer,
+        sink_ptr: cute.Pointer,
+        codes_ptr: cute.Pointer,
+        scales_ptr: cute.Pointer,
+        global_scale_ptr: cute.Pointer,
+        b: I32,
+        sq: I32,
+        sk: I32,
+        hq: I32,
+        hkv: I32,
+        scale_log2: F32,
+        left: I32,
+        right: I32,
+        stream: cuda.CUstream,
+    ):
+        d = self.d
+        dt = self.dtype
+        # [B, S, H, D] row-major, seen as (S, D, H, B): TMA tiles the first two modes.
+        # Every stride but D's is a multiple of D (16-byte aligned rows, as TMA requires).
+        q_row = cute.assume(hq * d, divby=d)
+        kv_row = cute.assume(hkv * d, divby=d)
+        q_lay = cute.make_layout((sq, d, hq, b), stride=(q_row, 1, d, cute.assume(sq * q_row, divby=d)))
+        kv_lay = cute.make_layout((sk, d, hkv, b), stride=(kv_row, 1, d, cute.assume(sk * kv_row, divby=d)))
+        mQ = cute.make_tensor(q_ptr, q_lay)
+        mO = cute.make_tensor(o_ptr, q_lay)
+        mK = cute.make_tensor(k_ptr, kv_lay)
+        mV = cute.make_tensor(v_ptr, kv_lay)
+        mLSE = cute.make_tensor(lse_ptr, cute.make_layout((b, hq, sq), stride=(hq * sq, sq, 1)))
+        mSink = cute.make_tensor(sink_ptr, cute.make_layout((hq,), stride=(1,)))
+        # NVFP4 output, read only with nvfp4_out
+        mCodes, mScales, mGlobal = nvfp4_outputs(codes_ptr, scales_ptr, global_scale_ptr, b, sq, hq, d)
+
+        sQ_layout = _smem_layout(dt, BLOCK_M, d)
+        sKV_layout = _smem_layout(dt, BLOCK_N, d, STAGES)
+        tma_q, tQ = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mQ, sQ_layout, (BLOCK_M, d))
+        one_stage = cute.select(sKV_layout, mode=[0, 1])
+        tma_k, tK = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mK, one_stage, (BLOCK_N, d))
+        tma_v, tV = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mV, one_stage, (BLOCK_N, d))
+
+        @cute.struct
+        class Smem:
+            bar_q: cute.struct.MemRange[cutlass.Int64, 2]
+            bar_k: cute.struct.MemRange[cutlass.Int64, 2 * STAGES]
+            bar_v: cute.struct.MemRange[cutlass.Int64, 2 * STAGES]
+            q: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]
+            k: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
+            v: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
+
+        # S = Q K^T: both K-major in shared memory. O = P V: P from registers, V^T is MN-major.
+        mma_qk = sm90.make_trivial_tiled_mma(
+            dt, dt, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.K, F32, (CONSUMER_WGS, 1, 1), (64, BLOCK_N)
+        )
+        mma_pv = sm90.make_trivial_tiled_mma(
+            dt, dt, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.MN, F32, (CONSUMER_WGS, 1, 1), (64, d),
+            a_source=warpgroup.OperandSource.RMEM,
+        )  # fmt: skip
+        # shared -> global for O: 16-byte copies, 8 elements a thread, one warpgroup
+        vec = 128 // dt.width
+        thr = cute.make_layout((128 // (64 // vec), 64 // vec), stride=(64 // vec, 1))
+        s2g = cute.make_tiled_copy_tv(
+            cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dt, num_bits_per_copy=128), thr, cute.make_layout((1, vec))
+        )
+        grid = (cute.ceil_div(sq, BLOCK_M), hq, b)
+        self.kernel(
+            tQ, tK, tV, tma_q, tma_k, tma_v, mO, mLSE, mSink, mCodes, mScales, mGlobal, scale_log2, left, right,
+            sQ_layout, sKV_layout, mma_qk, mma_pv, s2g, Smem,
+        ).launch(grid=grid, block=[THREADS, 1, 1], stream=stream, min_blocks_per_mp=1)  # fmt: skip
+
+    # --- device side ------------------------------------------------------------------
+    @cute.kernel
+    def kernel(
+        self,
+        mQ: cute.Tensor,
+        mK: cute.Tensor,
+        mV: cute.Tensor,
+        tma_q: cute.CopyAtom,
+        tma_k: cute.CopyAtom,
+        tma_v: cute.CopyAtom,
+        mO: cute.Tensor,
+        mLSE: cute.Tensor,
+        mSink: cute.Tensor,
+        mCodes: cute.Tensor,
+        mScales: cute.Tensor,
+        mGlobal: cute.Tensor,
+        scale_log2: F32,
+        left: I32,
+        right: I32,
+        sQ_layout: cute.ComposedLayout,
+        sKV_layout: cute.ComposedLayout,
+        mma_qk: cute.TiledMma,
+        mma_pv: cute.TiledMma,
+        s2g: cute.TiledCopy,
+        Smem: cutlass.Constexpr,
+    ):
+        d = self.d
+        tidx, _, _ = cute.arch.thread_idx()
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        bx, head, batch = cute.arch.block_idx()
+        m_block = cute.arch.grid_dim()[0] - 1 - bx  # the last query tiles first: with a causal mask they see the most keys
+        sq = mQ.shape[0]
+        sk = mK.shape[0]
+        kv_head = head // (mQ.shape[2] // mK.shape[2])
+        offset = sk - sq  # bottom-right alignment of the masks
+        m0 = m_block * BLOCK_M
+
+        # --- which key blocks this query tile needs (as in kernels.fmha) ----------------
+        hi = sk
+        if cutlass.const_expr(self.has_right):
+            hi = cutlass.min(sk, m0 + BLOCK_M + offset + right)  # last row's last visible column + 1
+        hi = cutlass.max(hi, 0)
+        n_block_max = (hi + BLOCK_N - 1) // BLOCK_N
+        n_block_min = I32(0)
+        if cutlass.const_expr(self.has_left):
+            n_block_min = cutlass.max(m0 + offset - left, 0) // BLOCK_N
+        n_blocks = cutlass.max(n_block_max - n_block_min, 0)
+
+        # --- shared memory and the load pipelines ---------------------------------------
+        smem = cutlass.memory.SmemAllocator()
+        storage = smem.allocate(Smem)
+        sQ = storage.q.get_tensor(sQ_layout.outer, swizzle=sQ_layout.inner)
+        sK = storage.k.get_tensor(sKV_layout.outer, swizzle=sKV_layout.inner)
+        sV = storage.v.get_tensor(sKV_layout.outer, swizzle=sKV_layout.inner)
+        sVt = cute.composition(sV, cute.make_ordered_layout((d, BLOCK_N, STAGES), order=(1, 0, 2)))  # (D, N, stage)
+
+        producer = pipeline.CooperativeGroup(pipeline.Agent.Thread, 1)  # one elected thread arms each barrier
+        consumers = pipeline.CooperativeGroup(pipeline.Agent.Thread, CONSUMER_WGS * 4)  # one arrive per warp
+        tile_bytes = cute.size_in_bytes(self.dtype, cute.select(sKV_layout, mode=[0, 1]))
+        pipe_q = pipeline.PipelineTmaAsync.create(
+            barrier_storage=storage.bar_q.data_ptr(), num_stages=1, producer_group=producer, consumer_group=consumers,
+            tx_count=cute.size_in_bytes(self.dtype, sQ_layout),
+        )  # fmt: skip
+        pipe_k = pipeline.PipelineTmaAsync.create(
+            barrier_storage=storage.bar_k.data_ptr(), num_stages=STAGES, producer_group=producer,
+            consumer_group=consumers, tx_count=tile_bytes,
+        )  # fmt: skip
+        pipe_v = pipeline.PipelineTmaAsync.create(
+            barrier_storage=storage.bar_v.data_ptr(), num_stages=STAGES, producer_group=producer,
+            consumer_group=consumers, tx_count=tile_bytes,
+        )  # fmt: skip
+
+        if warp < 4:
+            # --- producer: TMA loads, last key block first ------------------------------
+            cute.arch.setmaxregister_decrease(PRODUCER_REGS)
+            if warp == 0:
+                gQ = cute.local_tile(mQ[None, None, head, batch], (BLOCK_M, d), (m_block, 0))
+                gK = cute.local_tile(mK[None, None, kv_head, batch], (BLOCK_N, d), (None, 0))
+                gV = cute.local_tile(mV[None, None, kv_head, batch], (BLOCK_N, d), (None, 0))
+                one = cute.make_layout(1)
+                tQs, tQg = cpasync.tma_partition(tma_q, 0, one, cute.group_modes(sQ, 0, 2), cute.group_modes(gQ, 0, 2))
+                tKs, tKg = cpasync.tma_partition(tma_k, 0, one, cute.group_modes(sK, 0, 2), cute.group_modes(gK, 0, 2))
+                tVs, tVg = cpasync.tma_partition(tma_v, 0, one, cute.group_modes(sV, 0, 2), cute.group_modes(gV, 0, 2))
+                q_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 1)
+                pipe_q.producer_acquire(q_state)
+                cute.copy(tma_q, tQg, tQs, tma_bar_ptr=pipe_q.producer_get_barrier(q_state))
+                state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, STAGES)
+                for it in cutlass.range(n_blocks, unroll=1):
+                    n_block = n_block_max - 1 - it
+                    pipe_k.producer_acquire(state)
+                    cute.copy(tma_k, tKg[None, n_block], tKs[None, state.index], tma_bar_ptr=pipe_k.producer_get_barrier(state))
+                    pipe_v.producer_acquire(state)
+                    cute.copy(tma_v, tVg[None, n_block], tVs[None, state.index], tma_bar_ptr=pipe_v.producer_get_barrier(state))
+                    state.advance()
+        else:
+            # --- consumers: 64 query rows per warpgroup -----------------------------------
+            cute.arch.setmaxregister_increase(CONSUMER_REGS)
+            ct = tidx - 128
+            wg = cute.arch.make_warp_uniform(ct // 128)
+            wg_qk = mma_qk.get_slice(wg * 128)  # smem operands are partitioned per warpgroup
+            wg_pv = mma_pv.get_slice(wg * 128)
+            tSrQ = wg_qk.make_fragment_A(wg_qk.partition_A(sQ))
+            tSrK = wg_qk.make_fragment_B(wg_qk.partition_B(sK))
+            tOrVt = wg_pv.make_fragment_B(wg_pv.partition_B(sVt))
+            acc_O = cute.make_rmem_tensor(wg_pv.partition_shape_C((BLOCK_M, d)), F32)
+            acc_O.fill(0.0)
+            tScS = _mn_view(mma_qk.get_slice(ct).partition_C(cute.make_identity_tensor((BLOCK_M, BLOCK_N))))
+            n_rows = cute.size(tScS.shape[0])
+            row_max = cute.make_rmem_tensor((n_rows,), F32)
+            row_sum = cute.make_rmem_tensor((n_rows,), F32)
+            row_max.fill(-F32.inf)
+            row_sum.fill(0.0)
+
+            # Q must be in even if no key block is visited: the epilogue reuses its buffer
+            pipe_q.consumer_wait(pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 1))
+            state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, STAGES)
+            acc_S = cute.make_rmem_tensor(wg_qk.partition_shape_C((BLOCK_M, BLOCK_N)), F32)
+            rP = cute.make_fragment_like(acc_S, self.dtype)  # P of the block whose P V is next
+            tOrP = _as_operand_a(rP)
+            corr = cute.make_rmem_tensor((n_rows,), F32)
+            softmax = functools.partial(
+                self.softmax, acc_S, corr, row_max, row_sum, scale_log2, tScS, m0, sk, offset, left, right
+            )  # fmt: skip
+            if cutlass.const_expr(PINGPONG):
+                if wg == 0:
+                    cute.arch.barrier_arrive(barrier_id=3, number_of_threads=256)  # the first turn is the first consumer's
+            if n_blocks > 0:
+                # the first (last-in-sequence) block: S and softmax; its P V goes with the next S
+                pipe_k.consumer_wait(state)
+                self.mma_turn_wait(wg)
+                _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
+                self.mma_turn_done(wg)
+                warpgroup.wait_group(0)
+                pipe_k.consumer_release(state)
+                softmax(n_block_max - 1)  # O is still zero: nothing to rescale
+                rP.store(acc_S.load().to(self.dtype))
+                for it in cutlass.range(1, n_blocks, unroll=1):
+                    v_state = state.clone()  # V of the previous block
+                    state.advance()
+                    pipe_k.consumer_wait(state)
+                    pipe_v.consumer_wait(v_state)
+                    if cutlass.const_expr(INTRA_WG_OVERLAP):
+                        # S(n) and O += P(n+1) V(n+1) in flight together; softmax(n) once S(n) is in
+                        self.mma_turn_wait(wg)
+                        _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
+                        _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, v_state.index], False)
+                        self.mma_turn_done(wg)
+                        warpgroup.wait_group(1)
+                        pipe_k.consumer_release(state)
+                        softmax(n_block_max - 1 - it)
+                        warpgroup.wait_group(0)
+                        pipe_v.consumer_release(v_state)
+                    else:
+                        self.mma_turn_wait(wg)
+                        _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, v_state.index], False)
+                        _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
+                        self.mma_turn_done(wg)
+                        warpgroup.wait_group(1)
+                        pipe_v.consumer_release(v_state)
+                        warpgroup.wait_group(0)
+                        pipe_k.consumer_release(state)
+                        softmax(n_block_max - 1 - it)
+                    _rescale(acc_O, corr)
+                    rP.store(acc_S.load().to(self.dtype))
+                pipe_v.consumer_wait(state)
+                self.mma_turn_wait(wg)
+                _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, state.index], False)
+                self.mma_turn_done(wg)
+                warpgroup.wait_group(0)
+                pipe_v.consumer_release(state)
+
+            self.epilogue(acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mSink, mCodes, mScales, mGlobal, sQ, mma_pv, s2g, ct, wg, m0, head, batch)
+
+    @cute.jit
+    def mma_turn_wait(self, wg: I32):
+        """PINGPONG: wait until the other consumer has issued its wgmmas (named barrier 3 + wg)."""
+        if cutlass.const_expr(PINGPONG):
+            cute.arch.barrier(barrier_id=3 + wg, number_of_threads=256)
+
+    @cute.jit
+    def mma_turn_done(self, wg: I32):
+        """PINGPONG: hand the turn to the other consumer."""
+        if cutlass.const_expr(PINGPONG):
+            cute.arch.barrier_arrive(barrier_id=3 + (1 - wg), number_of_threads=256)
+
+    @cute.jit
+    def softmax(
+        self,
+        acc_S: cute.Tensor,
+        corr: cute.Tensor,
+        row_max: cute.Tensor,
+        row_sum: cute.Tensor,
+        scale_log2: F32,
+        tScS: cute.Tensor,
+        m0: I32,
+        sk: I32,
+        offset: I32,
+        left: I32,
+        right: I32,
+        n_block: I32,
+    ):
+        """Online softmax of one score block: acc_S becomes P (unnormalized), corr the factor for O.
+
+        Only blocks that cross a causal/window limit or the key tail pay for the element mask.
+        """
+        n0 = n_block * BLOCK_N
+        need_mask = n0 + BLOCK_N > sk
+        if cutlass.const_expr(self.has_right):
+            need_mask = need_mask | (n0 + BLOCK_N - 1 > m0 + offset + right)
+        if cutlass.const_expr(self.has_left):
+            need_mask = need_mask | (n0 < m0 + BLOCK_M - 1 + offset - left)
+        if need_mask:
+            self.online_softmax(acc_S, corr, row_max, row_sum, scale_log2, tScS, m0, n0, sk, offset, left, right, True)
+        else:
+            self.online_softmax(acc_S, corr, row_max, row_sum, scale_log2, tScS, m0, n0, sk, offset, left, right, False)
+
+    @cute.jit
+    def online_softmax(
+        self,
+        acc_S: cute.Tensor,
+        corr: cute.Tensor,
+        row_max: cute.Tensor,
+        row_sum: cute.Tensor,
+        scale_log2: F32,
+        tScS: cute.Tensor,
+        m0: I32,
+        n0: I32,
+        sk: I32,
+        offset: I32,
+        left: I32,
+        right: I32,
+        masked: cutlass.Constexpr,
+    ):
+        S = _mn_view(acc_S)
+        for r in cutlass.range_constexpr(cute.size(row_max)):
+            if cutlass.const_expr(masked):
+                row = m0 + tScS[r, 0][0]
+                hi = sk
+                if cutlass.const_expr(self.has_right):
+                    hi = cutlass.min(hi, row + offset + right + 1)
+                lo = I32(0)
+                if cutlass.const_expr(self.has_left):
+                    lo = row + offset - left
+                for c in cutlass.range_constexpr(cute.size(S.shape[1])):
+                    col = n0 + tScS[0, c][1]
+                    if col >= hi or col < lo:
+                        S[r, c] = -F32.inf
+            s_row = S[r, None].load()
+            m_blk = quad_allreduce(s_row.reduce(cute.ReductionOp.MAX, -F32.inf, 0), fmax)
+            m_old = row_max[r]
+            m_new = cute.arch.fmax(m_old, m_blk)
+            m_safe = cutlass.select_(m_new == -F32.inf, F32(0.0), m_new) * scale_log2  # a row with nothing yet
+            p = cute.math.exp2(s_row * scale_log2 - m_safe, fastmath=True)
+            corr[r] = cute.math.exp2(m_old * scale_log2 - m_safe, fastmath=True)
+            row_sum[r] = row_sum[r] * corr[r] + p.reduce(cute.ReductionOp.ADD, F32(0.0), 0)
+            row_max[r] = m_new
+            S[r, None] = p
+
+    @cute.jit
+    def epilogue(
+        self,
+        acc_O: cute.Tensor,
+        row_max: cute.Tensor,
+        row_sum: cute.Tensor,
+        scale_log2: F32,
+        tScS: cute.Tensor,
+        mO: cute.Tensor,
+        mLSE: cute.Tensor,
+        mSink: cute.Tensor,
+        mCodes: cute.Tensor,
+        mScales: cute.Tensor,
+        mGlobal: cute.Tensor,
+        sQ: cute.Tensor,
+        mma_pv: cute.TiledMma,
+        s2g: cute.TiledCopy,
+        ct: I32,
+        wg: I32,
+        m0: I32,
+        head: I32,
+        batch: I32,
+    ):
+        """Normalize O, write the LSE, and O through this warpgroup's rows of sQ (or O as NVFP4)."""
+        d = self.d
+        sq = mO.shape[0]
+        acc_O_mn = _mn_view(acc_O)
+        sink_logit = None  # the head's sink joins each row's denominator
+        if cutlass.const_expr(self.has_sink):
+            sink_logit = mSink[head]
+        for r in cutlass.range_constexpr(cute.size(row_max)):
+            scale, lse2 = finish_row(row_sum[r], row_max[r], scale_log2, sink_logit)
+            acc_O_mn[r, None] = acc_O_mn[r, None].load() * scale
+            row = m0 + tScS[r, 0][0]
+            if ct % 4 == 0:
+                if row < sq:
+                    mLSE[batch, head, row] = lse2 * F32(LN2)
+
+        # this warpgroup's S wgmmas (the only readers of its Q rows) are complete
+        rO = cute.make_fragment_like(acc_O, self.dtype)
+        rO.store(acc_O.load().to(self.dtype))
+        r2s = cute.make_tiled_copy_C(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), self.dtype), mma_pv)
+        thr_r2s = r2s.get_slice(ct)
+        cute.copy(r2s, thr_r2s.retile(rO), thr_r2s.partition_D(sQ))
+        cute.arch.barrier(barrier_id=1 + wg, number_of_threads=128)
+        sO = cute.local_tile(sQ, (64, d), (wg, 0))
+        if cutlass.const_expr(self.nvfp4_out):
+            # O as NVFP4, quantized from this warpgroup's tile as it would have been stored
+            first = m0 + wg * 64
+            if first < sq:
+                store_nvfp4(sO, (mCodes, mScales, mGlobal), batch, head, m0 // 64 + wg, sq - first, ct % 128, 128)
+        else:
+            gO = cute.local_tile(mO[None, None, head, batch], (64, d), (m0 // 64 + wg, 0))
+            thr_s2g = s2g.get_slice(ct % 128)
+            tOs = thr_s2g.partition_S(sO)
+            tOg = thr_s2g.partition_D(gO)
+            tOc = thr_s2g.partition_S(cute.make_identity_tensor((64, d)))
+            tOr = cute.make_fragment_like(tOs, self.dtype)
+            cute.copy(s2g, tOs, tOr)
+            for m in cutlass.range_constexpr(cute.size(tOg.shape[1])):
+                if m0 + wg * 64 + tOc[0, m, 0][0] < sq:
+                    cute.copy(s2g, tOr[None, m, None], tOg[None, m, None])
+
+
+# --- compile (no GPU needed) ------------------------------------------------------
+@functools.cache
+def compile_kernel(dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, arch: str = "sm_90a", options: str = "", nvfp4_out: bool = False):
+    """The compiled kernel for one configuration (fake pointers and sizes: no GPU needed)."""
+    if arch not in ARCHS:
+        raise ValueError(f"the wgmma path targets {ARCHS}, not {arch!r}")
+    dt = DTYPES[dtype]
+    kernel = _FmhaSm90(dt, head_dim, has_left, has_right, has_sink, nvfp4_out)
+    gmem = cute.AddressSpace.gmem
+    args = (
+        make_ptr(dt, 16, gmem, assumed_align=16),
+        make_ptr(dt, 16, gmem, assumed_align=16),
+        make_ptr(dt, 16, gmem, assumed_align=16),
+        make_ptr(dt, 16, gmem, assumed_align=16),
+        make_ptr(F32, 16, gmem, assumed_align=4),
+        make_ptr(F32, 16, gmem, assumed_align=4),
+        *nvfp4.output_pointers(16, 16, 16),
+        I32(1), I32(1), I32(1), I32(1), I32(1),
+        F32(1.0), I32(0), I32(0),
+        cuda.CUstream(0),
+    )  # fmt: skip
+    with lowering.prelowering(lowering.auto_pipeline(arch)):
+        return cute.compile(kernel, *args, options=f"--gpu-arch {arch} {options}".strip())
