@@ -10,8 +10,8 @@ for every implementation, on the same inputs, in the same process:
   cudnn  torch SDPA restricted to the cuDNN backend ([B, H, S, D] views, GQA by enable_gqa)
 A peer that cannot run a case (cuDNN: windows, sinks; FA3: sinks) is left out of that row.
 
-Cases: the issue's table (ISSUE_CASES), decode / short-query shapes (DECODE_CASES: GQA 8:1,
-the peers with their split-KV heuristic, num_splits=0; ours has no split-KV path), and the
+Cases: the issue's table (ISSUE_CASES), decode / short-query shapes (DECODE_CASES: GQA 8:1;
+FA3 with its split-KV heuristic, num_splits=0; FA4 has no split-KV on sm_90, ours none at all), and the
 NVFP4 epilogue (NVFP4_CASES: the fused `out_format="nvfp4"` call against the bf16-output
 call and against bf16 attention + `nvfp4.quantize`, with one global scale; the codes and
 scales must be bit-identical). Accuracy (ACCURACY_CASES): max |out - ref| against the float64
@@ -76,6 +76,7 @@ VARIANTS = {
     "before": None,
     "now": {},
     "one_cta_per_tile": {"PERSISTENT": False},
+    "persistent_all": {"PERSISTENT": True},
     "d64_192x128": {"TILES": {(64, False): (192, 128), (64, True): (192, 128), (128, False): (128, 128), (128, True): (128, 128)}},
     "d64_192x96": {"TILES": {(64, False): (192, 96), (64, True): (192, 96), (128, False): (128, 128), (128, True): (128, 128)}},
     "d128_128x176": {"TILES": {(64, False): (128, 128), (64, True): (128, 128), (128, False): (128, 176), (128, True): (128, 128)}},
@@ -132,7 +133,8 @@ def implementations(torch, case, q, k, v, sinks, split: bool):
         from flash_attn.cute import flash_attn_func as fa4_func
 
         ws = (None if left < 0 else left, None if right < 0 else right)
-        impls["fa4"] = lambda: _first(fa4_func(q, k, v, causal=causal, window_size=ws, learnable_sink=sinks, num_splits=0 if split else 1))
+        # FA4 4.0.0b36 has no split-KV on sm_90 ("SplitKV not supported on SM 9.0"): one split
+        impls["fa4"] = lambda: _first(fa4_func(q, k, v, causal=causal, window_size=ws, learnable_sink=sinks, num_splits=1))
     except ImportError as e:
         print(f"FA4 not importable: {e}", flush=True)
     # cuDNN's is_causal is top-left aligned: same as ours only for Sq == Sk; no windows, no sinks
