@@ -46,15 +46,20 @@ AUTO = "auto"
 
 
 def auto_pipeline(arch: str) -> str:
-    """What `arch` needs with the pinned CuTeDSL (4.8.1).
+    """What `arch` needs with the installed CuTeDSL release; an unknown `arch` is an error.
 
     - `ptx-float-operands` everywhere: the `n`-constraint bug is in the lowering,
       whatever the target.
-    - `truncf-to-select`/`extf-to-select` with the arch: FP4/FP8/E8M0 conversions the
-      target cannot lower natively are rewritten; the others stay on the hardware path.
-    The float-to-int and bitcast rewrites are not included: CuTeDSL 4.8.1 compiles
-    those itself on every target (see the facts sheet); ask for them explicitly.
+    - `truncf-to-select`/`extf-to-select` with the arch: FP4/FP8/E8M0 conversions that
+      (release, target) cannot lower natively are rewritten (`lowering/targets.py`, measured
+      per release); the others stay on the hardware path.
+    The float-to-int and bitcast rewrites are not included: CuTeDSL compiles those itself
+    on every target and release of the supported range (reproducers/MATRIX.md); ask for
+    them explicitly.
     """
+    from lowering.targets import check_target
+
+    check_target(arch)
     return (
         "builtin.module(ptx-float-operands,"
         f"truncf-to-select{{arch={arch}}},extf-to-select{{arch={arch}}})"
@@ -221,7 +226,10 @@ def _run_in_trace(owner, module, function_name: str) -> None:
         return
     start = time.perf_counter()
     arch = _arch_of(owner)
-    text = resolve(requested, arch)
+    try:
+        text = resolve(requested, arch)
+    except ValueError as e:  # a target CuTeDSL took but our table does not know: say so, no traceback
+        raise PreloweringError([Diagnostic("error", f"prelowering of '{function_name}': {e}")]) from None
     report = PreloweringReport(function_name, arch, text)
     dump = os.environ.get(ENV_DUMP, "").strip()
     if dump:

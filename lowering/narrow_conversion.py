@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from lowering.formats import NarrowFloat
-from lowering.mlir import ir
+from lowering.mlir import element_type, ir
 from lowering.registry import flag, text
 from lowering.rewriting import Leave, RewritePass
-from lowering.targets import lowers_natively, sm_version
+from lowering.targets import NEAREST_EVEN, check_target, lowers_natively
 from lowering.vectors import is_lane_vector
 
 ARCH_OPTIONS = (
     text(
         "arch",
         "",
-        "target (e.g. sm_90a); where CuTeDSL lowers the conversion natively it is left to it",
-        check=sm_version,
+        "target (e.g. sm_90a), one the installed CuTeDSL accepts; where it lowers the conversion natively it is left to it",
+        check=check_target,
     ),
     flag("prefer-hardware", True, "leave conversions the target has an instruction for to CuTeDSL"),
 )
@@ -33,9 +33,14 @@ class NarrowConversionPass(RewritePass):
         if ir.VectorType.isinstance(t) and not is_lane_vector(t):
             raise Leave(f"only scalars and 1-D fixed-length vectors are converted, not {t}")
 
-    def leave_if_native(self, fmt: NarrowFloat) -> None:
-        """Leave the op to CuTeDSL when the given arch converts it in hardware (and we may)."""
+    def leave_if_native(self, fmt: NarrowFloat, op: ir.OpView, rounding: str = NEAREST_EVEN) -> None:
+        """Leave `op` to CuTeDSL when the installed release converts exactly this (wide type,
+        shape, rounding) natively for the given arch (`lowering/targets.py`), and we may."""
         arch = self.options["arch"]
-        if arch and self.options["prefer-hardware"] and lowers_natively(self.kind, fmt.mlir_name, arch):
+        if not (arch and self.options["prefer-hardware"]):
+            return
+        wide_type = op.results[0].type if self.kind == "extf" else op.operands[0].type
+        wide = str(element_type(wide_type))
+        if lowers_natively(self.kind, fmt.mlir_name, arch, wide, ir.VectorType.isinstance(wide_type), rounding):
             direction = "to" if self.kind == "truncf" else "from"
             raise Leave(f"{arch} converts {direction} {fmt.mlir_name} in hardware: left to CuTeDSL's lowering", "native")

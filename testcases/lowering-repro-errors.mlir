@@ -5,7 +5,7 @@
 // BADNAME-NOT: Traceback
 
 // RUN: not lowering-repro run fp4-truncf-sm90a --arch sm_90a,sm90 2>&1 | filecheck %s --check-prefix=BADARCH
-// BADARCH: <command-line>:1:8: error: not a CUDA target architecture: 'sm90' (expected e.g. sm_90a, sm_100a) (in '--arch sm_90a,sm90')
+// BADARCH: <command-line>:1:8: error: unknown target 'sm90': CuTeDSL {{[0-9.]+}} accepts sm_80, {{.*}} (in '--arch sm_90a,sm90')
 // BADARCH-NOT: Traceback
 
 // RUN: not lowering-repro report no-such-case 2>&1 | filecheck %s --check-prefix=BADREPORT

@@ -10,6 +10,7 @@ CuTeDSL and the others rewritten.
 from __future__ import annotations
 
 import functools
+import re
 
 import pytest
 
@@ -47,12 +48,21 @@ def narrow_conversions(text: str) -> list[str]:
     ]
 
 
+def natively(case: str, arch: str) -> bool:
+    """The targets table's answer for the conversion as traced: its wide type, shape and rounding."""
+    op, narrow, _, _ = CASES[case]
+    line = next(line for line in narrow_conversions(traced(case)) if narrow in line)
+    m = re.search(r"arith\.\w+ %[\w#]+(?: (\w+))? : (vector<\d+x)?(\w+)>? to (?:vector<\d+x)?(\w+)", line)
+    wide = m.group(3) if op == "truncf" else m.group(4)
+    return lowers_natively(op, narrow, arch, wide, bool(m.group(2)), m.group(1) or "to_nearest_even")
+
+
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_native_lowering_matches_the_targets_table(case, arch):
     op, narrow, _, _ = CASES[case]
     assert any(narrow in line for line in narrow_conversions(traced(case)))
-    if lowers_natively(op, narrow, arch):
+    if natively(case, arch):
         compile_ir(traced(case), arch)
     else:
         with pytest.raises(CompileFailure, match="unsupported operation|not supported on .target"):
@@ -75,7 +85,7 @@ def test_rewritten_conversion_compiles_everywhere(case, arch):
 def test_arch_aware_rewrite_keeps_the_hardware_path(case, arch):
     op, narrow, _, _ = CASES[case]
     text, counts = rewritten(case, f"{{arch={arch}}}")
-    native = lowers_natively(op, narrow, arch)
+    native = natively(case, arch)
     assert counts == {"rewritten": 0 if native else 1, "left": 0, "native": 1 if native else 0}
     ptx = compile_ir(text, arch)
     if native and op == "truncf":  # the hardware convert itself, as CuTeDSL's inline PTX

@@ -55,7 +55,7 @@ class ExtfToSelect(NarrowConversionPass):
         result = element_type(op.results[0].type)
         if not any(t.isinstance(result) for t in (ir.F32Type, ir.F16Type, ir.BF16Type, ir.F64Type)):
             raise Leave(f"destination {result} is not f32, f16, bf16 or f64")
-        self.leave_if_native(fmt)
+        self.leave_if_native(fmt, op)
         return fmt
 
     def rewrite(self, op: ir.OpView, fmt: NarrowFloat) -> list[ir.Value]:
