@@ -40,6 +40,7 @@ from cutlass.cute.runtime import make_ptr
 
 import lowering
 from kernels.torch_device import arch_of, torch_module
+from lowering.targets import check_target
 
 # --- tuning knobs ---------------------------------------------------------------
 THREADS = 256  # threads per CTA
@@ -328,7 +329,7 @@ TVM_FFI_OPTION = "--enable-tvm-ffi"
 
 
 def _build(fn, args, arch: str, pipeline: str, tvm_ffi: bool = False):
-    opts = " ".join(([f"--gpu-arch {arch}"] if arch else []) + ([TVM_FFI_OPTION] if tvm_ffi else []))
+    opts = " ".join(([f"--gpu-arch {check_target(arch)}"] if arch else []) + ([TVM_FFI_OPTION] if tvm_ffi else []))
     with lowering.prelowering(pipeline):
         return cute.compile(fn, *args, cutlass.Int32(BLOCK), _stream_arg(), **({"options": opts} if opts else {}))
 

@@ -143,7 +143,7 @@ class TruncfToSelect(NarrowConversionPass):
         allowed = E8M0_ROUNDINGS if fmt is E8M0 else (NEAREST_EVEN,)
         if rounding not in allowed:
             raise Leave(f"rounding '{rounding}' to {fmt.mlir_name} is not supported (only {', '.join(allowed)})")
-        self.leave_if_native(fmt)
+        self.leave_if_native(fmt, op, rounding)
         return _Match(fmt, rounding)
 
     def rewrite(self, op: ir.OpView, m: _Match) -> list[ir.Value]:
