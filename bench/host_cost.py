@@ -158,32 +158,44 @@ def main_gpu(out: pathlib.Path):
     prof = "".join(profile_text(n, cases[n]) for n in ("quantize_given_scale", "quantize_computed_scale", "attention_decode", "sdpa_decode"))
     (out / "profile.txt").write_text(prof)
 
-    peer = us["sdpa_decode"]
-    gpu = torch.cuda.get_device_name()
-    today = time.strftime("%Y-%m-%d")
-    entries = {}
-    for name in ("quantize_given_scale", "quantize_computed_scale", "attention_decode"):
-        entries[KEY_PREFIX + name] = {
-            "ours": us[name], "peer": peer, "ratio": round(peer / us[name], 3),
-            "unit": "us of host time per call (back-to-back, median of 40 rounds of 100); peer = torch SDPA decode, same run",
-            "gpu": gpu, "date": today, "second_pass_ours": us_again[name], "second_pass_peer": us_again["sdpa_decode"],
-            "through_dispatcher": us["op_" + name],
-        }  # fmt: skip
-    entries[KEY_PREFIX + "calling_convention"] = {
-        "ours": us["call_tvm_ffi_attention"], "peer": us["call_direct_attention"],
-        "ratio": round(us["call_direct_attention"] / us["call_tvm_ffi_attention"], 3),
-        "unit": "us per call of the compiled attention, preallocated outputs: TVM-FFI (ours) vs make_ptr direct call (peer)",
-        "quantize_tvm_ffi": us["call_tvm_ffi_quantize"], "quantize_direct": us["call_direct_quantize"],
-        "same_bytes": same_call, "gpu": gpu, "date": today,
-    }  # fmt: skip
-    report = {"entries": entries, "us": us, "us_second_pass": us_again, "torch": torch.__version__}
+    entries = host_entries(us, us_again, torch.cuda.get_device_name(), time.strftime("%Y-%m-%d"))
+    entries[KEY_PREFIX + "calling_convention"]["same_bytes"] = same_call  # both conventions wrote the same output
+    report = {"entries": entries, "us": us, "us_second_pass": us_again, "torch": torch.__version__, "gpu": torch.cuda.get_device_name()}
     (out / "host_cost.json").write_text(json.dumps(report, indent=1))
     print(json.dumps(entries, indent=1))
 
 
+def host_entries(us: dict, us_again: dict, gpu: str, date: str) -> dict:
+    """The results.json entries: of the two passes, the one less favourable to ours (ratio = peer / ours)."""
+    entries = {}
+    for name in ("quantize_given_scale", "quantize_computed_scale", "attention_decode"):
+        ours, peer = min(((p[name], p["sdpa_decode"]) for p in (us, us_again)), key=lambda op: op[1] / op[0])
+        entries[KEY_PREFIX + name] = {
+            "ours": ours, "peer": peer, "ratio": round(peer / ours, 3),
+            "unit": "us of host time per call (back-to-back, median of 40 rounds of 100; the less favourable of two passes); "
+                    "peer = torch SDPA decode (q 1x1x32x128, k/v 1x4096x8x128), same run",
+            "gpu": gpu, "date": date, "passes_ours": [us[name], us_again[name]],
+            "passes_peer": [us["sdpa_decode"], us_again["sdpa_decode"]],
+            "through_dispatcher": [us["op_" + name], us_again["op_" + name]],
+        }  # fmt: skip
+    tvm, direct = max(us["call_tvm_ffi_attention"], us_again["call_tvm_ffi_attention"]), min(us["call_direct_attention"], us_again["call_direct_attention"])
+    entries[KEY_PREFIX + "calling_convention"] = {
+        "ours": tvm, "peer": direct, "ratio": round(direct / tvm, 3),
+        "unit": "us per call of the compiled decode attention, preallocated outputs: TVM-FFI function called with ints (ours) "
+                "vs CuTeDSL's direct call with make_ptr/Int32/CUstream built per call (peer); the less favourable of two passes",
+        "quantize_tvm_ffi": [us["call_tvm_ffi_quantize"], us_again["call_tvm_ffi_quantize"]],
+        "quantize_direct": [us["call_direct_quantize"], us_again["call_direct_quantize"]],
+        "gpu": gpu, "date": date,
+    }  # fmt: skip
+    return entries
+
+
 def merge(path: pathlib.Path):
     """Read-modify-write of bench/results.json: only the host_us_* keys change."""
-    entries = json.loads(path.read_text())["entries"]
+    raw = json.loads(path.read_text())
+    convention = raw["entries"][KEY_PREFIX + "calling_convention"]
+    entries = host_entries(raw["us"], raw["us_second_pass"], convention["gpu"], convention["date"])
+    entries[KEY_PREFIX + "calling_convention"]["same_bytes"] = convention["same_bytes"]
     results = json.loads(RESULTS.read_text())
     results.update({k: v for k, v in entries.items() if k.startswith(KEY_PREFIX)})
     RESULTS.write_text(json.dumps(results, indent=1) + "\n")

@@ -165,16 +165,16 @@ def quantize_computing_scale_impl(x: Tensor, variant: str = "plain") -> tuple[Te
     scales = x.new_empty((m, k // _BLOCK), dtype=_U8)
     if not m * k:
         return packed, scales, x.new_ones((), dtype=_F32)
-    # [amax (the atomics start from 0), global scale]: one allocation; the op returns element 1
-    amax_and_scale = x.new_zeros((2,), dtype=_F32)
-    amax, global_scale = amax_and_scale[0], amax_and_scale[1]
-    device = x.get_device()
-    stream = _stream(device)
-    _amax_launch(x)(x.data_ptr(), amax.data_ptr(), m * k, stream)
-    _quantize_launch(x, variant, True)(
-        x.data_ptr(), packed.data_ptr(), scales.data_ptr(), amax.data_ptr(), global_scale.data_ptr(), m * k, stream
-    )
-    return packed, scales, global_scale
+    # [global scale, amax (the atomics start from 0)]: one allocation, addressed by pointer
+    # arithmetic (an index would be a view per element); the op returns element 0
+    scale_and_amax = x.new_zeros((2,), dtype=_F32)
+    scale_ptr = scale_and_amax.data_ptr()
+    amax_ptr = scale_ptr + 4
+    x_ptr = x.data_ptr()
+    stream = _stream(x.get_device())
+    _amax_launch(x)(x_ptr, amax_ptr, m * k, stream)
+    _quantize_launch(x, variant, True)(x_ptr, packed.data_ptr(), scales.data_ptr(), amax_ptr, scale_ptr, m * k, stream)
+    return packed, scales, scale_and_amax[0]
 
 
 def dequantize_impl(packed: Tensor, scales: Tensor, global_scale: Tensor, dtype: torch.dtype) -> Tensor:
