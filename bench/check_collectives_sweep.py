@@ -6,8 +6,8 @@ Each family compiles in its own process (CuTeDSL reads CUTE_DSL_ARCH/LINEINFO/KE
 imported; quack and FlashAttention-4 patch CuTe process-wide), with line info on (the
 locations the check reports) and `CUTE_DSL_KEEP=ptx` (which also turns CuTeDSL's caches
 off, so each compile is a real one). A trace-finalize hook runs `check_collectives` on
-every traced module, inside the compile, exactly where `prelowering(check="collectives")`
-runs it, and records: the collectives it sees (ops `collective_ops.collective_of`
+every traced module, inside the compile, where `prelowering(check="collectives")` runs
+it, and records: the collectives it sees (ops `collective_ops.collective_of`
 matches, by name), errors and warnings (with their text), the analysis' time, and the
 compile's wall time (analysis excluded). A compile that fails is recorded, not hidden.
 
@@ -38,51 +38,74 @@ ROOT = os.path.dirname(HERE)
 TESTS = os.path.join(ROOT, "tests")
 
 
-# --- inside a worker: the hook that checks every traced module ---------------------------
+# --- inside a worker: the hook that keeps every traced module, the check over each ------------
 class Recorder:
-    """A trace-finalize hook: check_collectives on each module, timed, into `records`."""
+    """A trace-finalize hook: check_collectives on the live module, inside the compile,
+    where `prelowering(check="collectives")` runs it (`in_hook`); or, with `--parsed`,
+    the module's text kept (generic form, locations) and checked after the compile in a
+    context of its own, as `lowering-opt` would check a dump."""
 
-    def __init__(self):
-        self.records: list[dict] = []
-        self.current: str | None = None
+    def __init__(self, in_hook: bool = False):
+        self.texts: list[tuple[str, str, float]] = []
+        self.in_hook = in_hook
+        self.hooked: list[dict] = []
 
     def __call__(self, _owner, module, function_name: str) -> None:
-        from lowering.analysis.collective_ops import collective_of
-        from lowering.passes.check_collectives import check_collectives
-
         start = time.perf_counter()
-        diagnostics = check_collectives(module)
-        seconds = time.perf_counter() - start
-        seen: Counter = Counter()
+        if self.in_hook:
+            self.hooked.append(check(module, function_name))
+            return
+        text = module.operation.get_asm(enable_debug_info=True, print_generic_op_form=True)
+        self.texts.append((function_name, text, time.perf_counter() - start))
 
-        def walk(op):
-            for region in op.regions:
-                for block in region:
-                    for inner in block:
-                        found = collective_of(inner.operation)
-                        if found is not None:
-                            seen[found.op + (f"[{found.atom}]" if found.atom else "")] += 1
-                        walk(inner.operation)
 
+def check(module, function_name: str) -> dict:
+    """check_collectives on one module: time, collectives seen, errors and warnings."""
+    from lowering.analysis.collective_ops import collective_of
+    from lowering.passes.check_collectives import check_collectives
+
+    start = time.perf_counter()
+    diagnostics = check_collectives(module)
+    seconds = time.perf_counter() - start
+    seen: Counter = Counter()
+
+    def walk(op):
+        for region in op.regions:
+            for block in region:
+                for inner in block:
+                    found = collective_of(inner.operation)
+                    if found is not None:
+                        seen[found.op + (f"[{found.atom}]" if found.atom else "")] += 1
+                    walk(inner.operation)
+
+    from lowering.mlir import inert_values
+
+    with inert_values():  # reading operands must not build CuTeDSL wrappers (they create ops)
         walk(module.operation)
-        self.records.append({
-            "kernel": self.current, "function": function_name, "analysis_s": seconds,
-            "collectives": dict(seen),
-            "errors": [d.format() for d in diagnostics if d.severity == "error"],
-            "warnings": [d.format() for d in diagnostics if d.severity == "warning"],
-        })  # fmt: skip
+    return {
+        "function": function_name, "analysis_s": seconds, "collectives": dict(seen),
+        "errors": [d.format() for d in diagnostics if d.severity == "error"],
+        "warnings": [d.format() for d in diagnostics if d.severity == "warning"],
+    }  # fmt: skip
 
 
-def run_builders(builders: list[tuple[str, object]], arch: str) -> list[dict]:
+def check_text(function_name: str, text: str) -> dict:
+    from lowering.mlir import new_context, parse_module
+
+    with new_context() as context:
+        return check(parse_module(text, context), function_name)
+
+
+def run_builders(builders: list[tuple[str, object]], arch: str, in_hook: bool = False) -> list[dict]:
     from lowering.cutedsl import dsl_singletons
 
-    recorder = Recorder()
+    recorder = Recorder(in_hook)
     for dsl in dsl_singletons():
         dsl.register_trace_finalize_hook(recorder)
     results = []
     for name, build in builders:
-        recorder.current = name
-        before = len(recorder.records)
+        recorder.texts.clear()
+        recorder.hooked.clear()
         start = time.perf_counter()
         error = None
         try:
@@ -90,17 +113,19 @@ def run_builders(builders: list[tuple[str, object]], arch: str) -> list[dict]:
         except Exception as e:  # recorded: a compile that fails is part of the result
             error = f"{type(e).__name__}: {str(e)[-1500:]}"
         total = time.perf_counter() - start
-        traced = recorder.records[before:]
+        printing = sum(seconds for _, _, seconds in recorder.texts)
+        traced = list(recorder.hooked) + [check_text(fn, text) for fn, text, _ in recorder.texts]
         analysis = sum(r["analysis_s"] for r in traced)
+        compile_s = total - printing - (analysis if in_hook else 0.0)
         results.append({
-            "kernel": name, "arch": arch, "compile_s": total - analysis, "analysis_s": analysis,
+            "kernel": name, "arch": arch, "compile_s": compile_s, "analysis_s": analysis,
             "compile_error": error, "traces": traced,
         })  # fmt: skip
         state = "COMPILE FAILED" if error else "ok"
         errors = sum(len(r["errors"]) for r in traced)
         warnings = sum(len(r["warnings"]) for r in traced)
         print(f"{arch} {name}: {state}, {len(traced)} traced, {errors} errors, {warnings} warnings, "
-              f"{analysis * 1e3:.1f} ms analysis / {total - analysis:.2f} s compile", flush=True)  # fmt: skip
+              f"{analysis * 1e3:.1f} ms analysis / {compile_s:.2f} s compile", flush=True)  # fmt: skip
     return results
 
 
@@ -205,7 +230,7 @@ ARCHS = {"ours": ("sm_90a", "sm_100a"), "quack": ("sm_90a", "sm_100a"), "fa4": (
 def worker(family: str, arch: str, out: str) -> int:
     sys.path[:0] = [ROOT]
     builders = FAMILIES[family](arch) if family != "cutlass" else cutlass_examples(arch)
-    results = run_builders(builders, arch)
+    results = run_builders(builders, arch, in_hook=os.environ.get("SWEEP_PARSED") != "1")
     with open(out, "w", encoding="utf-8") as f:
         json.dump(results, f, indent=1)
     return 0
@@ -242,11 +267,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cutlass", default="", help="NVIDIA/cutlass examples/python/CuTeDSL as files")
     parser.add_argument("--json", default=os.path.join(HERE, "check_collectives_sweep.json"))
     parser.add_argument("--scratch", default="/tmp/check_collectives_sweep")
+    parser.add_argument("--parsed", action="store_true", help="check each module printed and parsed back, after the compile")
     parser.add_argument("--worker", nargs=3, metavar=("FAMILY", "ARCH", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         return worker(*args.worker)
     os.makedirs(args.scratch, exist_ok=True)
+    if args.parsed:
+        os.environ["SWEEP_PARSED"] = "1"
     everything = []
     for family in args.families.split(","):
         archs = ARCHS[family] or ("sm_90a", "sm_100a")
