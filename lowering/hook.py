@@ -214,6 +214,9 @@ def _parsed(text: str) -> Pipeline:
 @functools.cache
 def _ensure_registered() -> None:
     from lowering.cutedsl import dsl_singletons
+    from lowering.mlir import warm_value_casters
+
+    warm_value_casters()  # not inside a trace: see its docstring
 
     for dsl in dsl_singletons():
         dsl.register_trace_finalize_hook(_run_in_trace)  # the same object: registered once
