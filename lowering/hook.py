@@ -103,6 +103,9 @@ class PreloweringReport:
 # --- which pipeline applies --------------------------------------------------------
 _installed: str | None = None
 _scoped: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("lowering_prelowering", default=())
+# check passes asked for by enclosing `prelowering(check=...)`: they run in front of whatever
+# pipeline applies, an inner `prelowering(pipeline)` (a library's own) included
+_scoped_checks: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("lowering_checks", default=())
 _reports: list[PreloweringReport] = []
 _MAX_REPORTS = 256
 
@@ -139,25 +142,36 @@ class prelowering(contextlib.ContextDecorator):
     """Context manager and decorator: CuTeDSL compiles inside run `pipeline` first.
 
     `check="collectives"` runs `check-collectives` before it (`"collectives-warn"`: its
-    mode=warn): a compile whose kernel has a divergent collective raises
-    `PreloweringError` with the located errors instead of producing a cubin. Per-op
-    lines need CuTeDSL's line info (`CUTE_DSL_LINEINFO=1`); the pipeline form is
-    `"builtin.module(check-collectives,auto)"` (`auto` as an element: the arch's own).
+    mode=warn), in every compile inside, also under an inner `prelowering(pipeline)`
+    (kernels/fmha.py and nvfp4.py set their own): a compile whose kernel has a divergent
+    collective raises `PreloweringError` with the located errors instead of producing a
+    cubin. `pipeline=None` with a check: the check alone, the pipeline left to whatever
+    applies. Per-op lines need CuTeDSL's line info (`CUTE_DSL_LINEINFO=1`). The pipeline
+    form `"builtin.module(check-collectives,auto)"` works too (`auto` as an element).
     """
 
-    def __init__(self, pipeline: str = AUTO, check: str | None = None):
-        pipeline = with_check(pipeline, check)
-        _check(pipeline)
+    def __init__(self, pipeline: str | None = AUTO, check: str | None = None):
+        if check is not None and check not in CHECKS:
+            raise ValueError(f"check must be one of {', '.join(CHECKS)}, not {check!r}")
+        if pipeline is not None:
+            _check(pipeline)
         self.pipeline = pipeline
-        self._tokens: list[contextvars.Token] = []
+        self.check = CHECKS[check] if check is not None else None
+        self._tokens: list[tuple] = []
 
     def __enter__(self) -> "prelowering":
         _ensure_registered()
-        self._tokens.append(_scoped.set(_scoped.get() + (self.pipeline,)))
+        pipeline = _scoped.set(_scoped.get() + (self.pipeline,)) if self.pipeline is not None else None
+        checks = _scoped_checks.set(_scoped_checks.get() + (self.check,)) if self.check is not None else None
+        self._tokens.append((pipeline, checks))
         return self
 
     def __exit__(self, *exc) -> None:
-        _scoped.reset(self._tokens.pop())
+        pipeline, checks = self._tokens.pop()
+        if checks is not None:
+            _scoped_checks.reset(checks)
+        if pipeline is not None:
+            _scoped.reset(pipeline)
 
 
 def last_report() -> PreloweringReport | None:
@@ -180,16 +194,13 @@ def _check(pipeline: str) -> None:
 CHECKS = {"collectives": "check-collectives", "collectives-warn": "check-collectives{mode=warn}"}
 
 
-def with_check(pipeline: str, check: str | None) -> str:
-    """`pipeline` with the check pass named by `check` in front (None: unchanged)."""
-    if check is None:
-        return pipeline
-    if check not in CHECKS:
-        raise ValueError(f"check must be one of {', '.join(CHECKS)}, not {check!r}")
+def with_checks(pipeline: str | None, checks: tuple[str, ...]) -> str:
+    """The check passes in front of `pipeline` (an expanded pipeline text, or None: none)."""
     from lowering.pipeline import parse_pipeline
 
-    rest = AUTO if pipeline == AUTO else ",".join(e.text for e in parse_pipeline(pipeline))
-    return f"builtin.module({CHECKS[check]}{',' + rest if rest else ''})"
+    rest = [e.text for e in parse_pipeline(pipeline)] if pipeline else []
+    found = [c for c in dict.fromkeys(checks) if c not in rest]
+    return "builtin.module(" + ",".join(found + rest) + ")"
 
 
 def resolve(pipeline: str, arch: str) -> str:
@@ -225,12 +236,14 @@ def _ensure_registered() -> None:
 def _run_in_trace(owner, module, function_name: str) -> None:
     """CuTeDSL's trace-finalize hook: runs the active pipeline on the traced module."""
     requested = active_pipeline()
-    if requested is None:
+    checks = _scoped_checks.get()
+    if requested is None and not checks:
         return
     start = time.perf_counter()
     arch = _arch_of(owner)
     try:
-        text = resolve(requested, arch)
+        text = resolve(requested, arch) if requested is not None else None
+        text = with_checks(text, checks) if checks else text
     except ValueError as e:  # a target CuTeDSL took but our table does not know: say so, no traceback
         raise PreloweringError([Diagnostic("error", f"prelowering of '{function_name}': {e}")]) from None
     report = PreloweringReport(function_name, arch, text)

@@ -22,6 +22,10 @@ Per-thread ops, on purpose absent from `COLLECTIVES` (one thread may issue them)
 mbarrier ops (`nvvm.mbarrier.init/arrive/arrive.expect_tx/try_wait`), `nvvm.tcgen05.commit`,
 `cute.copy` with a TMA *store* atom (`cp.async.bulk.tensor` with no `elect.sync`),
 `nvvm.cp.async.bulk.*`, fences.
+
+Not covered (not measured): `cute.copy` with tcgen05's SMEM-to-TMEM `Cp*` atoms
+(tcgen05.cp), and cluster-scope MMA (cta_group::2) pairs: a `cute.copy`/`cute.gemm`
+whose atom matches no entry is treated as per-thread.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ class Collective:
 
 _Q100 = "quack 0.6.5 gemm_bf16 sm_100a PTX"
 _Q90 = "quack 0.6.5 gemm_bf16 sm_90a PTX"
-_TINY = "tiny CuTeDSL kernel, PTX read (see tests/test_uniformity.py evidence notes)"
+_TINY = "tests/test_collective_ops.py (traced, compiled, the PTX read)"
 
 COLLECTIVES: tuple[Collective, ...] = (
     # --- CTA scope
@@ -67,22 +71,21 @@ COLLECTIVES: tuple[Collective, ...] = (
     Collective("nvvm.wgmma.commit.group.sync.aligned", Scope.WARPGROUP, "wgmma.commit_group.sync.aligned", _Q90),
     Collective("nvvm.wgmma.wait.group.sync.aligned", Scope.WARPGROUP, "wgmma.wait_group.sync.aligned", _Q90),
     Collective("nvvm.wgmma.mma_async", Scope.WARPGROUP, "wgmma.mma_async.sync.aligned", "upstream NVVM op"),
-    Collective("cute.gemm", Scope.WARPGROUP, "wgmma.mma_async.sync.aligned", _Q90, atom="sm90"),
+    Collective("cute.gemm", Scope.WARPGROUP, "wgmma.mma_async.sync.aligned", _Q90 + ", kernels/fmha_sm90.py, " + _TINY, atom="sm90"),
     # setmaxnreg: the PTX ISA asks every warp of the warpgroup to execute "the same" setmaxnreg;
     # FlashAttention-4 (sm_100, in production) has each warp of a warp-specialized warpgroup
     # execute its own, same-count setmaxnreg in a warp-uniform branch, and the hardware takes it.
     # So divergence is checked per warp (.sync.aligned); the per-warpgroup count is not.
-    Collective("nvvm.setmaxregister", Scope.WARP, "setmaxnreg.sync.aligned",
+    Collective("nvvm.setmaxregister", Scope.WARP, "setmaxnreg.dec.sync.aligned (or .inc)",
                "cute.arch.setmaxregister_*: " + _Q100 + "; FA4 flash_fwd_sm100.py:1308-1379 (one per warp)"),
     # --- warp scope
     Collective("cute.gemm", Scope.WARP, "elect.sync + tcgen05.mma", _Q100 + ": each tcgen05.mma under its own elect.sync",
                atom="sm100", elect=True),
-    Collective("cute.gemm", Scope.WARP, "mma.sync.aligned", "kernels/fmha.py mma_sync path PTX", atom="sm80"),
+    Collective("cute.gemm", Scope.WARP, "mma.sync.aligned", "kernels/fmha.py mma_sync path PTX (256 mma.sync), " + _TINY, atom="sm80"),
     Collective("cute.copy", Scope.WARP, "tcgen05.ld.sync.aligned", _Q100, atom="tmem_load"),
     Collective("cute.copy", Scope.WARP, "tcgen05.st.sync.aligned", "tcgen05 St atoms: " + _TINY, atom="tmem_store"),
-    Collective("cute.copy", Scope.WARP, "tcgen05.cp (issued under elect.sync)", "tcgen05 Cp atoms", atom="s2t_copy", elect=True),
-    Collective("cute.copy", Scope.WARP, "ldmatrix.sync.aligned", "kernels/fmha.py PTX (LdMatrix atoms)", atom="ldsm"),
-    Collective("cute.copy", Scope.WARP, "stmatrix.sync.aligned", "kernels/fmha_sm90.py PTX (StMatrix atoms)", atom="stsm"),
+    Collective("cute.copy", Scope.WARP, "ldmatrix.sync.aligned", "kernels/fmha.py mma_sync path PTX (80 ldmatrix), " + _TINY, atom="ldsm"),
+    Collective("cute.copy", Scope.WARP, "stmatrix.sync.aligned", _Q90 + " (24 stmatrix)", atom="stsm"),
     Collective("cute.copy", Scope.WARP, "elect.sync + cp.async.bulk.tensor", _Q100 + ": each TMA load under its own elect.sync",
                atom="tma_load", elect=True),
     Collective("cute_nvgpu.arch.sm100.alloc_tmem", Scope.WARP, "tcgen05.alloc.sync.aligned", _Q100),
@@ -100,7 +103,7 @@ COLLECTIVES: tuple[Collective, ...] = (
     Collective("nvvm.shfl.sync", Scope.WARP, "shfl.sync", "cute.arch.shuffle_sync*: " + _TINY, mask_operand=0),
     Collective("nvvm.vote.sync", Scope.WARP, "vote.sync", "cute.arch.vote_*_sync: " + _TINY, mask_operand=0),
     Collective("nvvm.redux.sync", Scope.WARP, "redux.sync", "cute.arch.warp_redux_sync: " + _TINY, mask_operand=1),
-    Collective("nvvm.match.sync", Scope.WARP, "match.sync", "cute.arch.match_sync: " + _TINY, mask_operand=0),
+    Collective("nvvm.match.sync", Scope.WARP, "match.any.sync (or match.all.sync)", "cute.arch.match_sync: " + _TINY, mask_operand=0),
     Collective("nvvm.bar.warp.sync", Scope.WARP, "bar.warp.sync", "cute.arch.sync_warp: " + _Q100, mask_operand=0),
     Collective("nvvm.elect.sync", Scope.WARP, "elect.sync", "cute.arch.elect_one: " + _Q100),
     Collective("cute_nvgpu.arch.make_warp_uniform", Scope.WARP, "shfl.sync.idx.b32 x, 0, 31, -1",

@@ -1,0 +1,126 @@
+"""The collective-op table (lowering/analysis/collective_ops.py) against the PTX CuTeDSL emits.
+
+The table says, per IR op (and per copy/MMA atom), which PTX instruction it becomes;
+a scope is only as right as that. Here real kernels are traced and compiled (no GPU
+needed) and every op the table matches in the IR must show its instruction in the
+PTX; the per-thread ops the table leaves out (mbarrier, tcgen05.commit, TMA store)
+must not be matched. Kernels: the correct cases of tests/collective_kernels.py, one
+per family of collectives, and a few one-call kernels for what the corpus lacks.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import pytest
+
+import collective_kernels as ck
+import cutlass
+import cutlass.cute as cute
+from cutlass import Float32, Int32
+from lowering.analysis.collective_ops import collective_of
+from lowering.cutedsl import compile_ir, trace_ir
+from lowering.mlir import inert_values, new_context, parse_module
+
+# a case of the corpus per family of collectives (all compile; none is a planted bug)
+CORPUS = (
+    "producer_arrives_consumers_sync",  # bar.arrive + bar.sync (named), make_warp_uniform
+    "shfl_under_warp_condition",
+    "vote_under_warp_condition",
+    "redux_under_block_condition",
+    "match_masked_to_its_lanes",
+    "warp_sync_masked_to_its_lanes",
+    "elect_under_warp0_around_mbarriers",  # elect.sync around per-thread mbarrier ops
+    "ldmatrix_in_uniform_tail_loop",  # ldmatrix + mma.sync
+    "wgmma_under_warpgroup_condition",
+    "tmem_round_trip",  # tcgen05 alloc/ld/st/wait/relinquish/dealloc
+    "tcgen05_commit_under_elect_one",  # tcgen05.commit: per-thread, not in the table
+)
+
+
+@cute.kernel
+def _setmaxregister(dst: cute.Tensor, n: Int32):
+    tidx, _, _ = cute.arch.thread_idx()
+    cute.arch.setmaxregister_decrease(40)
+    dst[tidx] = Float32(tidx)
+
+
+@cute.kernel
+def _sync_threads(dst: cute.Tensor, n: Int32):
+    tidx, _, _ = cute.arch.thread_idx()
+    dst[tidx] = Float32(tidx)
+    cute.arch.sync_threads()
+
+
+ONE_CALL = {"setmaxregister": (_setmaxregister, "sm_90a"), "sync_threads": (_sync_threads, "sm_90a")}
+
+
+def _launcher(kernel):
+    @cute.jit
+    def launch(dst: cute.Tensor, n: Int32):
+        kernel(dst, n).launch(grid=(1, 1, 1), block=(128, 1, 1))
+
+    return launch
+
+
+@functools.cache
+def traced_and_compiled(name: str) -> tuple[str, str]:
+    if name in ONE_CALL:
+        kernel, arch = ONE_CALL[name]
+        launch = _launcher(kernel)
+    else:
+        case = ck.CASES[name]
+        launch, arch = ck.launcher(case), case.arch
+    text = trace_ir(launch, *ck.fake_arguments(), options=f"--gpu-arch {arch}")
+    return text, compile_ir(text, arch)
+
+
+def _mnemonic(ptx_text: str) -> str:
+    """'tcgen05.alloc.sync.aligned' -> 'tcgen05.alloc'; 'shfl.sync.idx.b32 x, ...' -> 'shfl.sync'."""
+    first = ptx_text.split()[0]
+    return ".".join(re.split(r"\.|::", first)[:2])
+
+
+def matched(text: str) -> list:
+    with new_context() as context, inert_values():
+        module = parse_module(text, context)
+        found = []
+
+        def walk(op):
+            for region in op.regions:
+                for block in region.blocks:
+                    for inner in block.operations:
+                        entry = collective_of(inner.operation)
+                        if entry is not None:
+                            found.append(entry)
+                        walk(inner.operation)
+
+        walk(module.operation)
+        return found
+
+
+@pytest.mark.parametrize("name", CORPUS + tuple(ONE_CALL))
+def test_every_matched_op_shows_its_instruction_in_the_ptx(name):
+    text, ptx = traced_and_compiled(name)
+    entries = matched(text)
+    assert entries, f"{name}: no collective matched in its IR"
+    for entry in entries:
+        for part in entry.ptx.split(" + "):
+            assert _mnemonic(part) in ptx, f"{entry.describes}: {_mnemonic(part)!r} not in the PTX of {name}"
+
+
+def test_elect_lowered_ops_carry_their_own_elect():
+    """A TMA load or a tcgen05 MMA lowers to elect.sync + the instruction: the table says so."""
+    from lowering.analysis.collective_ops import COLLECTIVES
+
+    for entry in COLLECTIVES:
+        if entry.elect:
+            assert "elect.sync" in entry.ptx, entry
+
+
+def test_per_thread_ops_are_not_collectives():
+    text, ptx = traced_and_compiled("tcgen05_commit_under_elect_one")
+    assert "tcgen05.commit" in ptx and "mbarrier.init" in ptx
+    names = {e.op for e in matched(text)}
+    assert not any("mbarrier" in n or "commit" in n for n in names)
