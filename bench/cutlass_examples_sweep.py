@@ -10,6 +10,7 @@ Only the examples whose target matches `arch` are built (Hopper: sm_90a; Blackwe
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import sys
 
@@ -54,10 +55,36 @@ def hopper(root: str) -> list:
 
     def dense_gemm_persistent():
         example = _load(root, "cute/hopper/kernel/dense_gemm/dense_gemm_persistent.py")
-        gemm = example.HopperWgmmaGemmKernel(f32, (128, 256), (1, 1), 1, True)
+        gemm = example.HopperWgmmaGemmPersistentKernel(f32, (128, 256), (1, 1), 1, True)
         cute.compile(gemm, *_operands(f16, f16), 132, make_fake_stream())
 
-    return [("cutlass_hopper_dense_gemm", dense_gemm), ("cutlass_hopper_dense_gemm_persistent", dense_gemm_persistent)]
+    def fmha(causal: bool):
+        """The example's run(): (b, s, h_k, h_r, d) permuted to (s, d, h_r, h_k, b); torch
+        CPU tensors stand in for the GPU ones (only their layout is compiled in)."""
+        if root not in sys.path:
+            sys.path.insert(0, root)  # `from helpers import fmha_helpers`
+        example = _load(root, "cute/hopper/kernel/attention/fmha.py")
+        import torch
+        from cutlass.cute.runtime import from_dlpack
+
+        def tensor(b, s, h_k, h_r, d, dtype, torch_dtype):
+            t = torch.zeros((b, s, h_k, h_r, d), dtype=torch_dtype).permute(1, 4, 3, 2, 0)
+            cute_tensor = from_dlpack(t, assumed_align=16)
+            cute_tensor.element_type = dtype
+            return cute_tensor.mark_layout_dynamic(leading_dim=1)
+
+        b, s, h_k, d = 1, 1024, 4, 128
+        q, k, v, o = (tensor(b, s, h_k, 1, d, f16, torch.float16) for _ in range(4))
+        lse = tensor(b, s, h_k, 1, 1, f32, torch.float32)
+        kernel = example.HopperFusedMultiHeadAttentionForward(f32, f32, (64, 128, d), False, example.fmha_utils.MaskEnum.WINDOW_MASK)
+        scale = 1.0 / math.sqrt(d)
+        right = cutlass.Int32(0) if causal else None
+        cute.compile(kernel, q, k, v, o, lse, scale * 1.4426950408889634, scale, 1.0, None, right, make_fake_stream())
+
+    return [
+        ("cutlass_hopper_dense_gemm", dense_gemm), ("cutlass_hopper_dense_gemm_persistent", dense_gemm_persistent),
+        ("cutlass_hopper_fmha", lambda: fmha(False)), ("cutlass_hopper_fmha_causal", lambda: fmha(True)),
+    ]
 
 
 def blackwell(root: str) -> list:
