@@ -153,7 +153,7 @@ def _cute_value_casters() -> tuple:
         (cute_ir.LayoutType.get_static_typeid(), core._Layout),
         (cute_ir.ComposedLayoutType.get_static_typeid(), core._ComposedLayout),
         (cute_ir.PtrType.get_static_typeid(), core._Pointer),
-        (cute_ir.SparseElemType.get_static_typeid(), core.SparseElem),
+        *([(cute_ir.SparseElemType.get_static_typeid(), core.SparseElem)] if hasattr(core, "SparseElem") else []),  # 4.8+
         (ir.VectorType.static_typeid, Vector),
     )
 

@@ -124,6 +124,6 @@ class RewritePass:
         while self._maybe_dead:
             candidate = self._maybe_dead.pop()
             if all(not list(result.uses) for result in candidate.results):
-                rewriter.erase_op(candidate)
+                rewriter.erase_op(candidate.operation)  # CuTeDSL < 4.8's bindings take an Operation, not an OpView
         self.counts["rewritten"] += 1
         return False
