@@ -343,3 +343,27 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+// barrier.cluster.arrive: every thread must arrive, from any site. Warps 0-1 and 2-3
+// arriving from the two branches of an `if` is fine; warp 3 never arriving is not.
+// CHECK: check-collectives.mlir:[[# @LINE + 14]]:7: error: 'nvvm.cluster.arrive.relaxed' (PTX barrier.cluster.arrive.relaxed): every thread of the cluster must arrive, and threads 96-127 reach no 'nvvm.cluster.arrive.relaxed' of this kernel
+gpu.module @kernels {
+  gpu.func @cluster_arrivals() kernel attributes {nvvm.reqntid = array<i32: 128, 1, 1>} {
+    %tid = nvvm.read.ptx.sreg.tid.x : i32
+    %c64 = arith.constant 64 : i32
+    %c96 = arith.constant 96 : i32
+    %low = arith.cmpi slt, %tid, %c64 : i32
+    scf.if %low {
+      nvvm.cluster.arrive
+    } else {
+      nvvm.cluster.arrive
+    }
+    %some = arith.cmpi slt, %tid, %c96 : i32
+    scf.if %some {
+      nvvm.cluster.arrive.relaxed
+    }
+    nvvm.cluster.wait
+    gpu.return
+  }
+}

@@ -46,6 +46,7 @@ class Collective:
     mask_operand: int | None = None
     count_operand: str | None = None  # "number_of_threads" for named barriers
     elect: bool = False
+    arrive_anywhere: bool = False  # every thread must reach one of the op's sites, not each site
 
     @property
     def describes(self) -> str:
@@ -63,9 +64,12 @@ COLLECTIVES: tuple[Collective, ...] = (
     Collective("nvvm.barrier0", Scope.CTA, "bar.sync 0", "upstream NVVM: __syncthreads"),
     Collective("nvvm.barrier.arrive", Scope.CTA, "bar.arrive id, count", _Q100 + ": bar.arrive 8, 64",
                count_operand="number_of_threads"),
-    Collective("nvvm.cluster.arrive", Scope.CTA, "barrier.cluster.arrive.aligned", _Q100),
-    Collective("nvvm.cluster.arrive.relaxed", Scope.CTA, "barrier.cluster.arrive.relaxed.aligned", _Q100),
-    Collective("nvvm.cluster.wait", Scope.CTA, "barrier.cluster.wait.aligned", _Q100),
+    # barrier.cluster.arrive as CuTeDSL emits it (no .aligned): each thread arrives on its own,
+    # from any site; the barrier completes when every thread of the cluster has arrived. So
+    # the arrive sites are judged together (`arrive_anywhere`): every thread must reach one.
+    # barrier.cluster.wait is then per-thread (a thread that does not wait blocks no one).
+    Collective("nvvm.cluster.arrive", Scope.CTA, "barrier.cluster.arrive", _Q100, arrive_anywhere=True),
+    Collective("nvvm.cluster.arrive.relaxed", Scope.CTA, "barrier.cluster.arrive.relaxed", _Q100, arrive_anywhere=True),
     # --- warpgroup scope
     Collective("nvvm.wgmma.fence.aligned", Scope.WARPGROUP, "wgmma.fence.sync.aligned", _Q90),
     Collective("nvvm.wgmma.commit.group.sync.aligned", Scope.WARPGROUP, "wgmma.commit_group.sync.aligned", _Q90),

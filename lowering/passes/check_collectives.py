@@ -154,6 +154,7 @@ class _Checker:
         watched = lambda op: is_candidate(op) or op.name in (TMEM_ALLOC, TMEM_DEALLOC)  # noqa: E731
         analysis = Uniformity(func, watch=watched)
         allocs, deallocs = [], []
+        arrivals: dict[str, list[Reached]] = {}
         # uses per named-barrier id; None counts the sites whose id is computed at run time
         named: Counter = Counter()
         for r in analysis.reached:
@@ -171,8 +172,31 @@ class _Checker:
                 self._dealloc_address(analysis, r, func, allocs)
             if entry is not None:
                 self.counts["collectives"] += 1
-                self._collective(analysis, r, entry, func, named)
+                if entry.arrive_anywhere:
+                    arrivals.setdefault(entry.op, []).append(r)
+                else:
+                    self._collective(analysis, r, entry, func, named)
+        for sites in arrivals.values():
+            self._arrivals(analysis, sites, func)
         self._alloc_paths(analysis, allocs, deallocs, func)
+
+    def _arrivals(self, u: Uniformity, sites: list[Reached], func) -> None:
+        """An arrive every thread must reach at one of its sites (barrier.cluster.arrive): the
+        threads reaching no site, when every site's conditions are known."""
+        threads = u.threads
+        if not threads.known or any(not c.known for r in sites for c in r.conditions):
+            return
+        arrived = np.zeros(threads.count, dtype=bool)
+        for r in sites:
+            for combo in alternatives(list(r.conditions)):
+                arrived |= threads_reaching(r.conditions, threads.count, combo)
+        if not arrived.all():
+            entry = collective_of(sites[0].op)
+            missing = threads.describe(~arrived)
+            self.report("error", sites[0].op, func,
+                        f"{entry.describes}: every thread of the cluster must arrive, and {missing} "
+                        f"reach no '{entry.op}' of this kernel: the cluster barrier never completes",
+                        next((c for c in sites[0].conditions), None))
 
     # -- collectives -----------------------------------------------------------------
     def _collective(self, u: Uniformity, r: Reached, entry: Collective, func, named) -> None:
