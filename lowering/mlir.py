@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
+import sys
 
 import cutlass  # noqa: F401  (side effect: dialect registration)
 from cutlass._mlir import ir, passmanager, rewrite
@@ -105,23 +107,89 @@ def _dsl_value_casters() -> tuple:
 
 
 @contextlib.contextmanager
-def plain_values():
-    """Hand out plain `ir.Value`s instead of CuTeDSL's `ArithValue` while our passes run.
+def plain_values(module: ir.Module | None = None):
+    """Hand out plain `ir.Value`s instead of CuTeDSL's wrappers while our code reads IR.
 
-    Importing cutlass registers `ArithValue` as the Python class of every scalar
-    value; building one costs ~4 us (it runs CuTeDSL's op wrapper), ten times the
-    value itself. Our passes never use its operators, so they swap it out for their
-    duration and put it back after, even on error. Not thread-safe: do not trace
-    CuTeDSL code in another thread while a pipeline runs.
+    Importing cutlass registers a Python class as the "value caster" of many types:
+    `ArithValue` for scalars (~4 us per value, ten times the value itself), and for
+    CuTe types (`!cute.memref`, `!cute.ptr`, layouts) `_Tensor`, `_Pointer`, ...
+    whose constructors build ops (e.g. `cute.get_iter`) on the value. Outside
+    CuTeDSL's tracing there is no insertion point, so those ops are detached, owned by
+    the Python wrapper, and they use a value of our module; CuTeDSL's `lru_cache_ir`
+    caches keep the wrappers for the life of the process. When such a wrapper dies
+    after its module (at interpreter exit, in whatever order the caches and modules
+    go), destroying its op unlinks an operand from a use list in freed memory: the
+    heap corruption ("corrupted double-linked list", SIGSEGV while "Garbage-collecting")
+    that `lowering-repro reduce` hit in about 1 run in 8. So no code of ours may let
+    CuTeDSL wrap a value it did not trace: inside this block the scalar casters, and
+    with `module` the caster of every value type in that module, are swapped for the
+    identity and put back after, even on error. Not thread-safe: do not trace CuTeDSL
+    code in another thread meanwhile.
     """
-    casters = _dsl_value_casters()
-    for typeid, _ in casters:
+    casters = dict(_dsl_value_casters())
+    if module is not None:
+        for typeid in _value_typeids(module):
+            if typeid not in casters:
+                caster = _registered_caster(typeid)
+                if caster is not None:
+                    casters[typeid] = caster
+    for typeid in casters:
         ir.register_value_caster(typeid, replace=True)(_plain)
     try:
         yield
     finally:
-        for typeid, caster in casters:
+        for typeid, caster in casters.items():
             ir.register_value_caster(typeid, replace=True)(caster)
+
+
+def _value_typeids(module: ir.Module) -> set:
+    """The TypeIDs of every op result and block argument type in `module` (no value is built)."""
+    found = set()
+
+    def visit(op):
+        for t in op.results.types:
+            found.add(t.typeid)
+        for region in op.regions:
+            for block in region.blocks:
+                for t in block.arguments.types:
+                    found.add(t.typeid)
+                for inner in block.operations:
+                    visit(inner.operation)
+
+    visit(module.operation)
+    return found
+
+
+_ALREADY_REGISTERED = re.compile(r"already registered: <class '([\w.]+)'>")
+
+
+def _registered_caster(typeid):
+    """The caster registered for `typeid`: what the bindings name when asked to register another.
+
+    The bindings can register a caster but not list them; registering without
+    `replace` fails and names the one in place. Where none was, ours (the identity)
+    stays, which changes nothing. None when the caster cannot be found by its name:
+    the caller then leaves that type alone.
+    """
+    try:
+        ir.register_value_caster(typeid)(_plain)
+    except RuntimeError as e:
+        match = _ALREADY_REGISTERED.search(str(e))
+        return _resolve(match.group(1)) if match else None
+    return _plain
+
+
+def _resolve(dotted: str):
+    parts = dotted.split(".")
+    for split in range(len(parts) - 1, 0, -1):
+        module = sys.modules.get(".".join(parts[:split]))
+        if module is None:
+            continue
+        found = module
+        for name in parts[split:]:
+            found = getattr(found, name, None)
+        return found if callable(found) else None
+    return None
 
 
 def _plain(value):

@@ -21,7 +21,7 @@ import re
 import sys
 from typing import Callable, Iterator
 
-from lowering.mlir import ir, new_context, parse_module
+from lowering.mlir import ir, new_context, parse_module, plain_values
 from lowering.repro.runner import Worker
 
 
@@ -45,7 +45,7 @@ def _ops(module: ir.Module) -> list[ir.Operation]:
 
 
 def _plain(value) -> ir.Value:
-    """CuTeDSL's value casters hand out DSL wrappers (e.g. `_Pointer`): unwrap them."""
+    """The `ir.Value` of a DSL wrapper, should a caster `plain_values` could not swap hand one out."""
     while not isinstance(value, ir.Value):
         value = value.ir_value() if hasattr(value, "ir_value") else value.value
     return value
@@ -93,16 +93,17 @@ def _candidates(text: str) -> Iterator[tuple[str, Mutation, int]]:
     """(kind, mutation, index) for the module `text`; applied to a fresh parse each time."""
     with new_context() as ctx, ir.Location.unknown():
         module = parse_module(text, ctx)
-        ops = _ops(module)
-        top = [i for i, op in enumerate(ops) if op.name != "gpu.module" and op.parent is not None
-               and _op(op.parent).name in ("builtin.module", "gpu.module") and not _referenced(op, module)]
-        dead = [i for i, op in enumerate(ops) if _results(op) and _unused(op)]
-        effect = [i for i, op in enumerate(ops) if not op.results and not _is_terminator(op)
-                  and op.name not in ("gpu.module",) and i not in top]
-        operands = [(i, j) for i, op in enumerate(ops) if _function_of(op) is not None
-                    for j, v in enumerate(map(_plain, op.operands)) if not isinstance(v.owner, ir.Block)
-                    and _function_of(_op(v.owner)) is not None]
-        funcs = [i for i, op in enumerate(ops) if "function_type" in _attr_names(op)]
+        with plain_values(module):  # no CuTeDSL wrapper (and its detached ops) may outlive `module`
+            ops = _ops(module)
+            top = [i for i, op in enumerate(ops) if op.name != "gpu.module" and op.parent is not None
+                   and _op(op.parent).name in ("builtin.module", "gpu.module") and not _referenced(op, module)]
+            dead = [i for i, op in enumerate(ops) if _results(op) and _unused(op)]
+            effect = [i for i, op in enumerate(ops) if not op.results and not _is_terminator(op)
+                      and op.name not in ("gpu.module",) and i not in top]
+            operands = [(i, j) for i, op in enumerate(ops) if _function_of(op) is not None
+                        for j, v in enumerate(map(_plain, op.operands)) if not isinstance(v.owner, ir.Block)
+                        and _function_of(_op(v.owner)) is not None]
+            funcs = [i for i, op in enumerate(ops) if "function_type" in _attr_names(op)]
     for i in top:
         yield "erase function", _erase([i]), i
     if dead:
@@ -233,8 +234,9 @@ def _apply_here(text: str, mutation: Mutation) -> str | None:
     with new_context() as ctx, ir.Location.unknown():
         module = parse_module(text, ctx)
         try:
-            if not mutation(module):
-                return None
+            with plain_values(module):
+                if not mutation(module):
+                    return None
         except Exception:  # noqa: BLE001  (a candidate the bindings refuse is just not a candidate)
             return None
         if not module.operation.verify():
