@@ -4,9 +4,11 @@ Same API, semantics and masks as `kernels.fmha` (read its docstring: bottom-righ
 causal/window limits, per-head sink logit, GQA, LSE, rows that see nothing give out = 0
 and LSE = -inf); `kernels.fmha.attention` picks this path on sm_90a.
 
-The kernel: one CTA of three warpgroups per (128-query tile, q head, batch); the query
-tiles run last-first, so with a causal mask the longest rows start first and the short
-ones fill the tail of the grid.
+The kernel: CTAs of three warpgroups, each taking a (128-query tile, q head, batch) in turn
+from a linear order (query tile fastest, last-first: with a causal mask the longest rows
+start first and the short ones fill the tail; CTAs that run together share a head's K/V in
+L2). One CTA per tile, or, where PERSISTENT says so, one per SM walking the tiles, its
+producer loading the next tile while the consumers finish the current one (Config).
 
 - Warpgroup 0 is the producer: one warp issues TMA loads (Q once, then K and V tiles of
   BLOCK_N keys from the last visited block to the first) into a ring of STAGES shared
@@ -27,7 +29,8 @@ ones fill the tail of the grid.
   (the loop bounds are those of `kernels.fmha`). Rows past the keys' end come in as zeros
   from TMA (out of bounds), so no NaN * 0 reaches O.
 - Epilogue per consumer: normalize O (sink in the denominator), LSE, O to bf16/fp16
-  through the warpgroup's own rows of Q's shared memory, then 16-byte stores.
+  through the warpgroup's own rows of a shared-memory O buffer (apart from Q's, so the
+  next tile's Q can load meanwhile), then 16-byte stores.
 
 Compiles for sm_90a only (wgmma, setmaxnreg), inside `lowering.prelowering()`, with no GPU
 (fake pointers and sizes).
@@ -79,11 +82,12 @@ EPILOGUE_BARRIER = 1  # named barriers 1.. : one per consumer warpgroup (its O r
 TURN_BARRIER = 5  # named barriers 5, 6: PINGPONG's turns
 # one CTA per SM walks the tiles (FA3's persistent scheduling, static order): the producer
 # loads the next tile's K/V (and Q, which has a buffer apart from O's) while the consumers
-# finish the current tile. "unmasked": only where every tile has the same work (no causal
-# or window limit); with a diagonal the static order balances worse than the hardware's
-# block scheduler (simulated: 1.12 against 1.07 of the mean per SM at 4x16x4096 causal,
-# 1.19 against 1.07 at 16x8x2048). True: always; False: one CTA per tile.
-PERSISTENT = "unmasked"
+# finish the current tile. "auto": only at D=64 without a causal/window limit. With a
+# diagonal the static order balances worse than the hardware's block scheduler (simulated:
+# 1.12 against 1.07 of the mean per SM at 4x16x4096 causal, 1.19 against 1.07 at
+# 16x8x2048); at D=128 the loop over tiles costs ptxas the registers to keep the wgmmas
+# in flight (C7512: serialized, measured 0.72x). True: always; False: one CTA per tile.
+PERSISTENT = "auto"
 HEAD_DIMS = (64, 128)
 DTYPES = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}
 ARCHS = ("sm_90a",)
@@ -153,6 +157,7 @@ class _FmhaSm90:
     def __init__(self, dtype, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, nvfp4_out: bool, config: Config):
         self.nvfp4_out = nvfp4_out  # the epilogue writes O as NVFP4 (codes + E4M3 scales) instead
         self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas = config
+        self.persistent = self.max_ctas < 2**31 - 1
         self.consumer_wgs = self.block_m // 64
         self.threads = 128 * (1 + self.consumer_wgs)  # producer warpgroup + consumers
         # what the producer gives away, split evenly (setmaxnreg takes multiples of 8)
@@ -305,32 +310,19 @@ class _FmhaSm90:
         )  # fmt: skip
 
         if warp < 4:
-            # --- producer: per tile, Q once (when the consumers are done with the last one),
-            # then K and V, last key block first; the ring runs on across tiles, so the next
-            # tile's first blocks load while the consumers finish the current one
+            # --- producer: one warp issues the TMA loads -----------------------------------
             cute.arch.setmaxregister_decrease(PRODUCER_REGS)
             if warp == 0:
                 q_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 1)
                 state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
-                one = cute.make_layout(1)
-                for tile in cutlass.range(first_tile, n_tiles, ctas, unroll=1):
-                    m_block, head, batch, kv_head, n_block_max, n_blocks = self.tile_coords(tile, m_tiles, mQ, mK, left, right)
-                    gQ = cute.local_tile(mQ[None, None, head, batch], (self.block_m, d), (m_block, 0))
-                    gK = cute.local_tile(mK[None, None, kv_head, batch], (self.block_n, d), (None, 0))
-                    gV = cute.local_tile(mV[None, None, kv_head, batch], (self.block_n, d), (None, 0))
-                    tQs, tQg = cpasync.tma_partition(tma_q, 0, one, cute.group_modes(sQ, 0, 2), cute.group_modes(gQ, 0, 2))
-                    tKs, tKg = cpasync.tma_partition(tma_k, 0, one, cute.group_modes(sK, 0, 2), cute.group_modes(gK, 0, 2))
-                    tVs, tVg = cpasync.tma_partition(tma_v, 0, one, cute.group_modes(sV, 0, 2), cute.group_modes(gV, 0, 2))
-                    pipe_q.producer_acquire(q_state)
-                    cute.copy(tma_q, tQg, tQs, tma_bar_ptr=pipe_q.producer_get_barrier(q_state))
-                    q_state.advance()
-                    for it in cutlass.range(n_blocks, unroll=1):
-                        n_block = n_block_max - 1 - it
-                        pipe_k.producer_acquire(state)
-                        cute.copy(tma_k, tKg[None, n_block], tKs[None, state.index], tma_bar_ptr=pipe_k.producer_get_barrier(state))
-                        pipe_v.producer_acquire(state)
-                        cute.copy(tma_v, tVg[None, n_block], tVs[None, state.index], tma_bar_ptr=pipe_v.producer_get_barrier(state))
-                        state.advance()
+                load = functools.partial(
+                    self.load_tile, m_tiles, mQ, mK, mV, tma_q, tma_k, tma_v, sQ, sK, sV, pipe_q, pipe_k, pipe_v, left, right
+                )  # fmt: skip
+                if cutlass.const_expr(self.persistent):
+                    for tile in cutlass.range(first_tile, n_tiles, ctas, unroll=1):
+                        q_state, state = load(tile, q_state, state)
+                else:
+                    load(first_tile, q_state, state)
         else:
             # --- consumers: 64 query rows per warpgroup -----------------------------------
             cute.arch.setmaxregister_increase(self.consumer_regs)
@@ -348,77 +340,173 @@ class _FmhaSm90:
             row_sum = cute.make_rmem_tensor((n_rows,), F32)
             acc_S = cute.make_rmem_tensor(wg_qk.partition_shape_C((self.block_m, self.block_n)), F32)
             rP = cute.make_fragment_like(acc_S, self.dtype)  # P of the block whose P V is next
-            tOrP = _as_operand_a(rP)
             corr = cute.make_rmem_tensor((n_rows,), F32)
             q_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 1)
             state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
             if cutlass.const_expr(self.pingpong):
                 if wg == 0:
                     cute.arch.barrier_arrive(barrier_id=TURN_BARRIER, number_of_threads=256)  # the first turn is the first consumer's
-            for tile in cutlass.range(first_tile, n_tiles, ctas, unroll=1):
-                m_block, head, batch, kv_head, n_block_max, n_blocks = self.tile_coords(tile, m_tiles, mQ, mK, left, right)
-                m0 = m_block * self.block_m
-                sk = mK.shape[0]
-                offset = sk - mQ.shape[0]  # bottom-right alignment of the masks
-                acc_O.fill(0.0)
-                row_max.fill(-F32.inf)
-                row_sum.fill(0.0)
-                softmax = functools.partial(
-                    self.softmax, acc_S, corr, row_max, row_sum, scale_log2, tScS, m0, sk, offset, left, right
-                )  # fmt: skip
-                pipe_q.consumer_wait(q_state)
-                if n_blocks > 0:
-                    # the first (last-in-sequence) block: S and softmax; its P V goes with the next S
-                    pipe_k.consumer_wait(state)
+            compute = functools.partial(
+                self.compute_tile, m_tiles, mQ, mK, mO, mLSE, mSink, mCodes, mScales, mGlobal, scale_log2, left, right,
+                pipe_q, pipe_k, pipe_v, mma_qk, mma_pv, s2g, sO, tSrQ, tSrK, tOrVt, acc_O, acc_S, rP, corr, row_max, row_sum,
+                tScS, ct, wg,
+            )  # fmt: skip
+            if cutlass.const_expr(self.persistent):
+                for tile in cutlass.range(first_tile, n_tiles, ctas, unroll=1):
+                    q_state, state = compute(tile, q_state, state)
+            else:
+                # one tile: no loop around the body (with one, ptxas keeps more registers live
+                # and, at D=128, serializes the wgmmas: C7512, measured 30% slower)
+                compute(first_tile, q_state, state)
+
+    @cute.jit
+    def load_tile(
+        self,
+        m_tiles: I32,
+        mQ: cute.Tensor,
+        mK: cute.Tensor,
+        mV: cute.Tensor,
+        tma_q: cute.CopyAtom,
+        tma_k: cute.CopyAtom,
+        tma_v: cute.CopyAtom,
+        sQ: cute.Tensor,
+        sK: cute.Tensor,
+        sV: cute.Tensor,
+        pipe_q,
+        pipe_k,
+        pipe_v,
+        left: I32,
+        right: I32,
+        tile: I32,
+        q_state,
+        state,
+    ):
+        """The producer's loads for one tile: Q once (when the consumers are done with the last
+        one), then K and V, last key block first. The K/V ring runs on across tiles, so a
+        persistent CTA's next tile starts loading while its consumers finish this one."""
+        d = self.d
+        m_block, head, batch, kv_head, n_block_max, n_blocks = self.tile_coords(tile, m_tiles, mQ, mK, left, right)
+        gQ = cute.local_tile(mQ[None, None, head, batch], (self.block_m, d), (m_block, 0))
+        gK = cute.local_tile(mK[None, None, kv_head, batch], (self.block_n, d), (None, 0))
+        gV = cute.local_tile(mV[None, None, kv_head, batch], (self.block_n, d), (None, 0))
+        one = cute.make_layout(1)
+        tQs, tQg = cpasync.tma_partition(tma_q, 0, one, cute.group_modes(sQ, 0, 2), cute.group_modes(gQ, 0, 2))
+        tKs, tKg = cpasync.tma_partition(tma_k, 0, one, cute.group_modes(sK, 0, 2), cute.group_modes(gK, 0, 2))
+        tVs, tVg = cpasync.tma_partition(tma_v, 0, one, cute.group_modes(sV, 0, 2), cute.group_modes(gV, 0, 2))
+        pipe_q.producer_acquire(q_state)
+        cute.copy(tma_q, tQg, tQs, tma_bar_ptr=pipe_q.producer_get_barrier(q_state))
+        q_state.advance()
+        for it in cutlass.range(n_blocks, unroll=1):
+            n_block = n_block_max - 1 - it
+            pipe_k.producer_acquire(state)
+            cute.copy(tma_k, tKg[None, n_block], tKs[None, state.index], tma_bar_ptr=pipe_k.producer_get_barrier(state))
+            pipe_v.producer_acquire(state)
+            cute.copy(tma_v, tVg[None, n_block], tVs[None, state.index], tma_bar_ptr=pipe_v.producer_get_barrier(state))
+            state.advance()
+        return q_state, state
+
+    @cute.jit
+    def compute_tile(
+        self,
+        m_tiles: I32,
+        mQ: cute.Tensor,
+        mK: cute.Tensor,
+        mO: cute.Tensor,
+        mLSE: cute.Tensor,
+        mSink: cute.Tensor,
+        mCodes: cute.Tensor,
+        mScales: cute.Tensor,
+        mGlobal: cute.Tensor,
+        scale_log2: F32,
+        left: I32,
+        right: I32,
+        pipe_q,
+        pipe_k,
+        pipe_v,
+        mma_qk: cute.TiledMma,
+        mma_pv: cute.TiledMma,
+        s2g: cute.TiledCopy,
+        sO: cute.Tensor,
+        tSrQ: cute.Tensor,
+        tSrK: cute.Tensor,
+        tOrVt: cute.Tensor,
+        acc_O: cute.Tensor,
+        acc_S: cute.Tensor,
+        rP: cute.Tensor,
+        corr: cute.Tensor,
+        row_max: cute.Tensor,
+        row_sum: cute.Tensor,
+        tScS: cute.Tensor,
+        ct: I32,
+        wg: I32,
+        tile: I32,
+        q_state,
+        state,
+    ):
+        """One consumer warpgroup's 64 rows of one tile: the key blocks, then the epilogue."""
+        m_block, head, batch, kv_head, n_block_max, n_blocks = self.tile_coords(tile, m_tiles, mQ, mK, left, right)
+        m0 = m_block * self.block_m
+        sk = mK.shape[0]
+        offset = sk - mQ.shape[0]  # bottom-right alignment of the masks
+        tOrP = _as_operand_a(rP)
+        acc_O.fill(0.0)
+        row_max.fill(-F32.inf)
+        row_sum.fill(0.0)
+        softmax = functools.partial(self.softmax, acc_S, corr, row_max, row_sum, scale_log2, tScS, m0, sk, offset, left, right)
+        pipe_q.consumer_wait(q_state)
+        if n_blocks > 0:
+            # the first (last-in-sequence) block: S and softmax; its P V goes with the next S
+            pipe_k.consumer_wait(state)
+            self.mma_turn_wait(wg)
+            _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
+            self.mma_turn_done(wg)
+            warpgroup.wait_group(0)
+            pipe_k.consumer_release(state)
+            softmax(n_block_max - 1)  # O is still zero: its first rescale (by 0) changes nothing
+            rP.store(acc_S.load().to(self.dtype))
+            for it in cutlass.range(1, n_blocks, unroll=1):
+                v_state = state.clone()  # V of the previous block
+                state.advance()
+                pipe_k.consumer_wait(state)
+                pipe_v.consumer_wait(v_state)
+                if cutlass.const_expr(self.overlap):
+                    # S(n) and O += P(n+1) V(n+1) in flight together; softmax(n) once S(n) is in.
+                    # O takes the correction of P(n+1)'s softmax while the S wgmma runs.
                     self.mma_turn_wait(wg)
                     _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
+                    _rescale(acc_O, corr)
+                    _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, v_state.index], False)
                     self.mma_turn_done(wg)
-                    warpgroup.wait_group(0)
+                    warpgroup.wait_group(1)
                     pipe_k.consumer_release(state)
-                    softmax(n_block_max - 1)  # O is still zero: its first rescale (by 0) changes nothing
-                    rP.store(acc_S.load().to(self.dtype))
-                    for it in cutlass.range(1, n_blocks, unroll=1):
-                        v_state = state.clone()  # V of the previous block
-                        state.advance()
-                        pipe_k.consumer_wait(state)
-                        pipe_v.consumer_wait(v_state)
-                        if cutlass.const_expr(self.overlap):
-                            # S(n) and O += P(n+1) V(n+1) in flight together; softmax(n) once S(n) is in.
-                            # O takes the correction of P(n+1)'s softmax while the S wgmma runs.
-                            self.mma_turn_wait(wg)
-                            _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
-                            _rescale(acc_O, corr)
-                            _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, v_state.index], False)
-                            self.mma_turn_done(wg)
-                            warpgroup.wait_group(1)
-                            pipe_k.consumer_release(state)
-                            softmax(n_block_max - 1 - it)
-                            warpgroup.wait_group(0)
-                            pipe_v.consumer_release(v_state)
-                        else:
-                            self.mma_turn_wait(wg)
-                            _rescale(acc_O, corr)
-                            _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, v_state.index], False)
-                            _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
-                            self.mma_turn_done(wg)
-                            warpgroup.wait_group(1)
-                            pipe_v.consumer_release(v_state)
-                            warpgroup.wait_group(0)
-                            pipe_k.consumer_release(state)
-                            softmax(n_block_max - 1 - it)
-                        rP.store(acc_S.load().to(self.dtype))
-                    pipe_v.consumer_wait(state)
+                    softmax(n_block_max - 1 - it)
+                    warpgroup.wait_group(0)
+                    pipe_v.consumer_release(v_state)
+                else:
                     self.mma_turn_wait(wg)
                     _rescale(acc_O, corr)
-                    _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, state.index], False)
+                    _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, v_state.index], False)
+                    _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
                     self.mma_turn_done(wg)
+                    warpgroup.wait_group(1)
+                    pipe_v.consumer_release(v_state)
                     warpgroup.wait_group(0)
-                    pipe_v.consumer_release(state)
-                    state.advance()
-                # every S wgmma of this tile is complete: Q's buffer may take the next tile's
-                pipe_q.consumer_release(q_state)
-                q_state.advance()
-                self.epilogue(acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mSink, mCodes, mScales, mGlobal, sO, mma_pv, s2g, ct, wg, m0, head, batch)
+                    pipe_k.consumer_release(state)
+                    softmax(n_block_max - 1 - it)
+                rP.store(acc_S.load().to(self.dtype))
+            pipe_v.consumer_wait(state)
+            self.mma_turn_wait(wg)
+            _rescale(acc_O, corr)
+            _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, state.index], False)
+            self.mma_turn_done(wg)
+            warpgroup.wait_group(0)
+            pipe_v.consumer_release(state)
+            state.advance()
+        # every S wgmma of this tile is complete: Q's buffer may take the next tile's
+        pipe_q.consumer_release(q_state)
+        q_state.advance()
+        self.epilogue(acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mSink, mCodes, mScales, mGlobal, sO, mma_pv, s2g, ct, wg, m0, head, batch)
+        return q_state, state
 
     @cute.jit
     def tile_coords(self, tile: I32, m_tiles: I32, mQ: cute.Tensor, mK: cute.Tensor, left: I32, right: I32):
@@ -617,9 +705,9 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
         raise ValueError(f"tile ({block_m}, {block_n}): BLOCK_M must be 64, 128 or 192, BLOCK_N a multiple of 16 up to 256")
     if PINGPONG and block_m != 128:
         raise ValueError("PINGPONG takes turns between exactly two consumer warpgroups (BLOCK_M = 128)")
-    if PERSISTENT not in (True, False, "unmasked"):
-        raise ValueError(f"PERSISTENT must be True, False or 'unmasked', not {PERSISTENT!r}")
-    persistent = PERSISTENT is True or (PERSISTENT == "unmasked" and not (has_left or has_right))
+    if PERSISTENT not in (True, False, "auto"):
+        raise ValueError(f"PERSISTENT must be True, False or 'auto', not {PERSISTENT!r}")
+    persistent = PERSISTENT is True or (PERSISTENT == "auto" and head_dim == 64 and not (has_left or has_right))
     return Config(block_m, block_n, STAGES, INTRA_WG_OVERLAP, PINGPONG, sm_count() if persistent else 2**31 - 1)
 
 
