@@ -158,9 +158,9 @@ def _inline(op) -> Collective | None:
     return None
 
 
-def is_candidate(op) -> bool:
-    """Cheap pre-filter for the analysis' watch list."""
-    return op.name in _BY_NAME or op.name in ("llvm.inline_asm", "nvvm.inline_ptx")
+def op_names() -> set[str]:
+    """Every op name that may be a collective (the table's, and inline PTX)."""
+    return set(_BY_NAME) | {"llvm.inline_asm", "nvvm.inline_ptx"}
 
 
 TMEM_ALLOC = "cute_nvgpu.arch.sm100.alloc_tmem"

@@ -280,11 +280,13 @@ _CASTS = ("arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast", "ari
 class Uniformity:
     """The facts of one GPU function. `watch(op)` selects the ops whose conditions are kept in `reached`."""
 
-    def __init__(self, func_op, watch: Callable[[ir.Operation], bool] | None = None):
+    def __init__(self, func_op, watch: Callable[[ir.Operation], bool] | None = None, watch_names: frozenset = frozenset()):
         self.func = func_op
         self.kernel = is_kernel(func_op)
         self.threads = Threads(block_shape(func_op))
-        self.watch = watch or (lambda op: False)
+        self.watch = watch
+        self.watch_names = watch_names  # ops kept by name alone, without calling `watch`
+        self._last_op = None  # the last op of the block `_block` walked (its terminator)
         self.facts: dict[ir.Value, Fact] = {}
         self.reached: list[Reached] = []
         self._recording = True
@@ -343,15 +345,17 @@ class Uniformity:
         kind = _KINDS.get(name)
         if kind is None:
             kind = _KINDS[name] = _kind_of(name)
-        operands = [self.fact(v) for v in op.operands]
+        facts = self.facts
+        operands = [facts.get(v) or self.fact(v) for v in op.operands]
+        if kind != "source" and all(f is UNIFORM for f in operands):
+            for r in results:  # the common case (layouts, shapes, uniform scalars): no more to decide
+                facts[r] = UNIFORM
+            return
         fact = None
         if kind == "source":
             fact = self._source(op, name, operands)
         elif kind == "arith":
-            if all(f is UNIFORM for f in operands):
-                fact = UNIFORM  # the common case, decided without numpy
-            else:
-                fact = self._arith(op, name, operands)
+            fact = self._arith(op, name, operands)
         if fact is None:
             fact = self._default(op, operands)
         for r in results:
@@ -480,24 +484,30 @@ class Uniformity:
         return None
 
     # -- control ---------------------------------------------------------------------
-    def _region(self, region, conds: tuple[Condition, ...]) -> None:
+    def _region(self, region, conds: tuple[Condition, ...]):
+        """Walks the region; returns the terminator of its block when it has one block."""
         blocks = list(region.blocks)
         if len(blocks) == 1:
-            self._block(blocks[0], conds)
-        elif blocks:
+            return self._block(blocks[0], conds)
+        if blocks:
             self._cfg(blocks, conds)
+        return None
 
-    def _block(self, block, conds: tuple[Condition, ...]) -> None:
+    def _block(self, block, conds: tuple[Condition, ...]):
+        """Walks the block's ops in order; returns its last op (the terminator)."""
+        exits = self.exits
+        op = None
         for op in block.operations:
-            exits_before = len(self.exits)
+            exits_before = len(exits)
             self._op(op, conds)
-            if len(self.exits) > exits_before:
-                conds = conds + (self._not_exited(self.exits[exits_before:], len(conds)),)
+            if len(exits) > exits_before:
+                conds = conds + (self._not_exited(exits[exits_before:], len(conds)),)
+        return _operation(op) if op is not None else None
 
     def _op(self, op, conds: tuple[Condition, ...]) -> None:
         op = _operation(op)
         name = op.name
-        if self._recording and self.watch(op):
+        if self._recording and (name in self.watch_names or (self.watch is not None and self.watch(op))):
             self.reached.append(Reached(op, conds))
         if name == "scf.if":
             self._if(op, conds)
@@ -535,15 +545,16 @@ class Uniformity:
         then_c = self._condition(op, cond_value, "the `if` condition")
         else_c = self._condition(op, cond_value, "the `if` condition (else branch)", negate=True)
         then_r, else_r = op.regions[0], op.regions[1]
-        self._region(then_r, conds + ((then_c,) if then_c else ()))
+        then_term = self._region(then_r, conds + ((then_c,) if then_c else ()))
+        else_term = None
         if len(else_r.blocks):
-            self._region(else_r, conds + ((else_c,) if else_c else ()))
+            else_term = self._region(else_r, conds + ((else_c,) if else_c else ()))
         results = list(op.results)
         if not results:
             return
         c = self.fact(cond_value)
-        then_y = _terminator_operands(then_r)
-        else_y = _terminator_operands(else_r)
+        then_y = list(then_term.operands) if then_term is not None else _terminator_operands(then_r)
+        else_y = list(else_term.operands) if else_term is not None else _terminator_operands(else_r)
         for i, r in enumerate(results):
             if i < len(then_y) and i < len(else_y) and then_y[i] == else_y[i]:
                 self._set(r, self.fact(then_y[i]))  # the same value either way: the branch does not matter
