@@ -169,7 +169,12 @@ _CTA_UNIFORM_SREGS = (
     "ctaid", "nctaid", "ntid", "clusterid", "nclusterid", "cluster.ctaid", "cluster.nctaid",
     "cluster.ctarank", "cluster.nctarank", "nwarpid", "nsmid", "smid", "gridid", "envreg",
 )  # fmt: skip
-_PER_THREAD_OPS = ("atomic", "atom.", ".red", "clock", "globaltimer", "mbarrier.try_wait", "mbarrier.test_wait", "activemask", "lanemask")
+# results that differ per thread whatever their operands: atomics (each thread gets its own
+# old value), mbarrier polls, and loads that hand each lane its own piece (TMEM lanes, ldmatrix)
+_PER_THREAD_OPS = (
+    "llvm.atomicrmw", "llvm.cmpxchg", "nvvm.atomic", "nvvm.red.", "cute.atomic", "cute_nvgpu.atomic",
+    "nvvm.mbarrier.try_wait", "nvvm.mbarrier.test_wait", "nvvm.activemask", "nvvm.tcgen05.ld", "nvvm.ldmatrix",
+)  # fmt: skip
 
 
 def _int_attr(op, name: str) -> int | None:
@@ -239,7 +244,7 @@ def _kind_of(name: str) -> str:
     if name in ("arith.constant", "cute_nvgpu.arch.make_warp_uniform", "nvvm.shfl.sync", "nvvm.vote.sync",
                 "nvvm.redux.sync", "nvvm.elect.sync", "cute.memref.alloca") or name.startswith("nvvm.read.ptx.sreg."):
         return "source"
-    if any(k in name for k in _PER_THREAD_OPS) or "load" in name or name.endswith(".ld") or ".ld." in name:
+    if name.startswith(_PER_THREAD_OPS) or "load" in name or name.endswith(".ld") or ".ld." in name:
         return "source"
     if name in _BINARY or name in _CASTS or name in ("arith.cmpi", "arith.select"):
         return "arith"
@@ -402,7 +407,7 @@ class Uniformity:
         if name == "nvvm.elect.sync":
             # Full warp reaching it (elect.sync demands it): lane 0 is elected.
             return self._known(t.lane == 0, "elect.sync (one lane of the warp)")
-        if any(k in name for k in _PER_THREAD_OPS):
+        if name.startswith(_PER_THREAD_OPS):
             return Fact(Scope.THREAD, None, f"the result of '{name}'", data=True)
         if "load" in name or name.endswith(".ld") or ".ld." in name:
             # A load through an address (and coordinate) uniform at a scope reads the same
