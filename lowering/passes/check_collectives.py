@@ -75,11 +75,8 @@ def check_collectives(module, mode: str = "error", source: SourceBuffer | None =
     """The diagnostics of the check over every GPU function in `module` (an ir.Module or op); IR unchanged."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
-    op = module.operation if hasattr(module, "operation") else module
     checker = _Checker(mode, source or SourceBuffer("<module>", ""))
-    with inert_values():
-        for func in gpu_functions(op):
-            checker.function(func)
+    checker.check(module.operation if hasattr(module, "operation") else module)
     return checker.diagnostics
 
 
@@ -97,7 +94,7 @@ class CheckCollectives:
         "collectives": "collective ops checked",
         "errors": "errors reported",
         "warnings": "warnings reported (may diverge)",
-        "functions": "GPU functions analysed",
+        "functions": "GPU functions looked at",
     }
 
     def __init__(self, options: dict, sink: DiagnosticSink):
@@ -107,9 +104,7 @@ class CheckCollectives:
 
     def run(self, root: ir.Operation) -> None:
         checker = _Checker(self.mode, self.sink.source)
-        with inert_values():
-            for func in gpu_functions(root):
-                checker.function(func)
+        checker.check(root)
         self.counts.update(checker.counts)
         errors = [d for d in checker.diagnostics if d.severity == "error"]
         if errors:
@@ -124,6 +119,12 @@ class _Checker:
         self.diagnostics: list[Diagnostic] = []
         self.counts: Counter[str] = Counter()
 
+    def check(self, root) -> None:
+        # inert_values: reading the kernel must not let CuTeDSL wrap (and build ops on) its values
+        with inert_values():
+            for func in gpu_functions(root):
+                self.function(func)
+
     # -- reporting -------------------------------------------------------------------
     def _where(self, op, func) -> tuple:
         loc = op.location
@@ -134,7 +135,7 @@ class _Checker:
             return self.source.locate(near), _NEAR
         return self.source.locate(func.location), _UNLOCATED
 
-    def report(self, severity: str, op, func, message: str, cond: Condition | None = None, extra_notes=()) -> None:
+    def report(self, severity: str, op, func, message: str, cond: Condition | None = None) -> None:
         if severity == "error" and self.mode == "warn":
             severity = "warning"
         where, suffix = self._where(op, func)
@@ -145,7 +146,6 @@ class _Checker:
             if cwhere is None and _useful(cond.op.location):
                 cwhere = self.source.locate(cond.op.location)
             notes.append(Diagnostic("note", f"the condition that diverges: {cond.text}", cwhere))
-        notes.extend(extra_notes)
         self.diagnostics.append(Diagnostic(severity, message + suffix, where, tuple(notes)))
         self.counts["errors" if severity == "error" else "warnings"] += 1
 
