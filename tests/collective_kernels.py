@@ -98,9 +98,7 @@ def correct(name: str, arch: str, why: str, block: int = 128, grid: int = 2):
 
 def _register(name, arch, expect, op, why, block, grid):
     def register(kernel):
-        plain = getattr(kernel, "_dsl_object", None)
-        func = getattr(plain, "func", None) or kernel
-        file, collective, condition = _marked_lines(func)
+        file, collective, condition = _marked_lines(kernel)  # @cute.kernel wraps with functools.wraps
         if expect != "ok" and collective is None:
             raise ValueError(f"{name}: a planted case marks its collective (and its condition, if one diverges)")
         if name in CASES:
