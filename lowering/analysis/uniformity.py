@@ -291,7 +291,7 @@ class Uniformity:
         self.threads = Threads(block_shape(func_op))
         self.watch = watch
         self.watch_names = watch_names  # ops kept by name alone, without calling `watch`
-        self._last_op = None  # the last op of the block `_block` walked (its terminator)
+        self._skippable = lambda op: False
         self.facts: dict[ir.Value, Fact] = {}
         self.reached: list[Reached] = []
         self._recording = True
@@ -303,6 +303,7 @@ class Uniformity:
                 # function's arguments are whatever its callers pass: assumed uniform,
                 # since CuTeDSL inlines its @cute.jit helpers into the kernel.
                 self.facts[arg] = UNIFORM
+            self._skippable = self._regions_without_watched_ops(func_op)
             self._region(body, ())
 
     # -- queries ---------------------------------------------------------------------
@@ -509,11 +510,33 @@ class Uniformity:
                 conds = conds + (self._not_exited(exits[exits_before:], len(conds)),)
         return _operation(op) if op is not None else None
 
+    def _regions_without_watched_ops(self, func_op):
+        """A test for region-carrying ops that hold no watched op and no exit and yield no
+        result: nothing in them can matter to a watched op, so they are not walked (an
+        NVFP4 kernel's guarded stores, unrolled bodies). Off when `watch` is a predicate."""
+        if self.watch is not None:
+            return lambda op: False
+        keep: set = set()
+        markers = set(self.watch_names) | {"nvvm.exit"}
+
+        def visit(op):
+            if op.name in markers:
+                parent = op.parent
+                while parent is not None and parent not in keep:
+                    keep.add(parent)
+                    parent = parent.parent
+            return ir.WalkResult.ADVANCE
+
+        func_op.walk(visit)
+        return lambda op: op not in keep and not len(op.results)
+
     def _op(self, op, conds: tuple[Condition, ...]) -> None:
         op = _operation(op)
         name = op.name
         if self._recording and (name in self.watch_names or (self.watch is not None and self.watch(op))):
             self.reached.append(Reached(op, conds))
+        if op.regions and self._skippable(op):
+            return
         if name == "scf.if":
             self._if(op, conds)
         elif name == "scf.for":
