@@ -2,9 +2,12 @@
 
     lowering-opt kernel.mlir --pass-pipeline='builtin.module(fptosi-to-ptx{rounding=auto})'
 
-Reads a file or `-`, runs the pipeline, prints the IR. Errors (malformed IR, unknown
-pass or option, a failing verifier) print as `file:line:col: error: ...` and exit 1;
-remarks from passes go to stderr and do not change the exit code.
+Reads a file or `-`, runs the pipeline, prints the IR. Errors (input that is not
+UTF-8 text, malformed IR, unknown pass or option, a failing verifier) print as
+`file:line:col: error: ...` and exit 1; remarks from passes go to stderr and do not
+change the exit code. `-o FILE` is written only when the whole run succeeds, and then
+replaced in one step (`lowering/files.py`): a failed run leaves it as it was, even
+when it is the input file.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import re
 import sys
 
 from lowering.diagnostics import Diagnostic, LoweringError, SourceBuffer, from_mlir_error
+from lowering.files import STDIO, FileWriteError, read_text, write_text
 from lowering.pipeline import PIPELINE_BUFFER, Pipeline, PipelineResult
 
 SPLIT_MARKER = re.compile(r"^// -----", re.MULTILINE)
@@ -101,11 +105,10 @@ def _main(argv: list[str] | None) -> int:
         _report(e.diagnostics, pipeline_source)
         return 1
 
-    name = "<stdin>" if args.input == "-" else args.input
     try:
-        text = sys.stdin.read() if args.input == "-" else open(args.input, encoding="utf-8").read()
-    except OSError as e:
-        _report([Diagnostic("error", f"cannot read '{name}': {e.strerror}")], None)
+        name, text = read_text(args.input)
+    except LoweringError as e:
+        _report(e.diagnostics, None)
         return 1
 
     from lowering.mlir import ir, new_context, parse_module
@@ -131,15 +134,13 @@ def _main(argv: list[str] | None) -> int:
             outputs.append(str(module).rstrip("\n") + "\n")
 
     rendered = "// -----\n".join(outputs)
-    if args.output == "-":
-        sys.stdout.write(rendered)
-        sys.stdout.flush()
-    else:
+    # Standard output gets the chunks that succeeded, as mlir-opt prints them; a file
+    # is only replaced by a complete result, never by part of one.
+    if args.output == STDIO or not failed:
         try:
-            with open(args.output, "w", encoding="utf-8") as f:
-                f.write(rendered)
-        except OSError as e:
-            _report([Diagnostic("error", f"cannot write '{args.output}': {e.strerror}")], None)
+            write_text(args.output, rendered)
+        except FileWriteError as e:
+            _report([Diagnostic("error", str(e))], None)
             return 1
     if args.statistics:
         print_statistics(results, sys.stderr)

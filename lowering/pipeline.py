@@ -30,6 +30,11 @@ from lowering.rewriting import PassCrash
 
 PIPELINE_BUFFER = "<pass-pipeline>"
 
+# Real pipelines nest a few op levels (builtin.module(gpu.module(func.func(...))));
+# the parser and `Element.mentions` recurse once per level, so a limit far above any
+# real use and far below Python's recursion limit turns absurd input into an error.
+MAX_NESTING = 64
+
 
 @dataclass
 class Element:
@@ -53,6 +58,7 @@ class _Parser:
     def __init__(self, text: str):
         self.text = text
         self.pos = 0
+        self.depth = 0  # '(' levels open at `pos`
 
     def fail(self, message: str, pos: int | None = None) -> LoweringError:
         col = (self.pos if pos is None else pos) + 1
@@ -88,8 +94,12 @@ class _Parser:
             self.pos = self.balanced(open_at, "{", "}")
             options = self.text[open_at + 1 : self.pos - 1]
         if self.text.startswith("(", self.pos):
+            if self.depth == MAX_NESTING:
+                raise self.fail(f"pipeline nested deeper than {MAX_NESTING} levels: not supported")
+            self.depth += 1
             self.pos += 1
             children = self.elements(")")
+            self.depth -= 1
             self.skip_space()
             if not self.text.startswith(")", self.pos):
                 raise self.fail("expected ',' or ')'")
