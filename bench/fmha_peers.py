@@ -330,7 +330,7 @@ def merge_results(path: pathlib.Path, entries: dict):
     """Replace the fmha_* keys of the results file with these; every other key is kept."""
     existing = json.loads(path.read_text()) if path.exists() else {}
     kept = {k: v for k, v in existing.items() if not k.startswith("fmha_")}
-    path.write_text(json.dumps({**kept, **entries}, indent=2) + "\n")
+    path.write_text(json.dumps({**kept, **entries}, indent=1) + "\n")  # the file's own indent
 
 
 def main():
