@@ -168,6 +168,9 @@ def verify_auto(release: str, python: str, entry: dict, log) -> dict[str, str]:
     results = {}
     with Worker(python) as worker:
         for arch in sorted(set(entry["targets"].values())):
+            if arch in entry.get("unusable", {}):
+                results[arch] = "unusable"
+                continue
             r = worker.compile({"ir": module(list(CONVERSIONS)), "arch": arch, "opt_level": 3,
                                 "workaround": auto_pipeline(arch)})
             results[arch] = "ok" if r["ok"] else first_line(r["error"])

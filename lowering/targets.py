@@ -174,9 +174,16 @@ SHORT_ROUNDING = {NEAREST_EVEN: "rn", "upward": "rp", "downward": "rm", "toward_
 
 def describe(conversions) -> str:
     """A short text for a set of conversion keys: `→E2M1` is every truncf to E2M1, `E8M0→` every
-    extf from E8M0, `→E8M0.rp` one rounding, `→E2M1(f16)` only those wide types, `(scalar)` one shape."""
+    extf from E8M0, `→E8M0.rp` one rounding (rn rp rm rz), `→E2M1(f16)` only from/to those wide
+    types, `(f16 scalar)` one shape; `all` is every conversion measured."""
     chosen = set(conversions)
+    if chosen >= set(CONVERSIONS):
+        return "all"
     parts = []
+    e8m0_truncf = {k for k in CONVERSIONS if k.startswith("truncf:") and ":f8E8M0FNU:" in k}
+    if chosen >= e8m0_truncf:  # every rounding: one label
+        parts.append("→E8M0")
+        chosen -= e8m0_truncf
     groups: dict[tuple, list[str]] = {}
     for key in CONVERSIONS:
         op, _, narrow, _, *rounding = key.split(":")
@@ -199,17 +206,28 @@ def describe(conversions) -> str:
 
 
 def rewrites_by_release() -> str:
-    """Markdown: per measured release (columns) and target (rows), what `auto` rewrites."""
+    """Markdown: what `auto` rewrites per target (rows) and measured release (columns); releases
+    whose columns are equal share one, and so do targets whose rows are equal."""
     releases = list(load_table()["releases"])
-    rows: dict[str, dict[str, str]] = {}
+    cells: dict[str, dict[str, str]] = {}
     for release in releases:
         for arch in known_targets(release):
             native = native_conversions(arch, release)
-            cell = "unusable" if unusable(arch, release) else describe(c for c in CONVERSIONS if c not in native)
-            rows.setdefault(arch, {})[release] = cell
-    lines = ["| target | " + " | ".join(releases) + " |", "| --- |" + " --- |" * len(releases)]
-    for arch, cells in rows.items():
-        lines.append(f"| {arch} | " + " | ".join(cells.get(r, "not accepted") for r in releases) + " |")
+            cell = "nothing compiles" if unusable(arch, release) else describe(c for c in CONVERSIONS if c not in native)
+            cells.setdefault(arch, {})[release] = cell
+    columns: list[list[str]] = []  # runs of consecutive releases with equal columns
+    for release in releases:
+        if columns and all(row.get(release) == row.get(columns[-1][0]) for row in cells.values()):
+            columns[-1].append(release)
+        else:
+            columns.append([release])
+    rows: dict[tuple, list[str]] = {}
+    for arch, row in cells.items():
+        rows.setdefault(tuple(row.get(c[0], "not accepted") for c in columns), []).append(arch)
+    heads = [c[0] if len(c) == 1 else f"{c[0]}-{c[-1]}" for c in columns]
+    lines = ["| targets | " + " | ".join(heads) + " |", "| --- |" + " --- |" * len(heads)]
+    for row, archs in rows.items():
+        lines.append(f"| {', '.join(archs)} | " + " | ".join(row) + " |")
     return "\n".join(lines)
 
 
