@@ -367,3 +367,25 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+// A named barrier in inline PTX, reached by warpgroup 1 only: legal (its warps are whole;
+// the count is not read from the text). Under `lane < 16` it splits warps: an error.
+// CHECK: check-collectives.mlir:[[# @LINE + 13]]:7: error: 'llvm.inline_asm' (PTX bar.sync 1, 128;) is a warp collective reached by only part of a warp: lanes 0-15 of every warp
+gpu.module @kernels {
+  gpu.func @inline_named_barrier() kernel attributes {nvvm.reqntid = array<i32: 256, 1, 1>} {
+    %tid = nvvm.read.ptx.sreg.tid.x : i32
+    %lane = nvvm.read.ptx.sreg.laneid : i32
+    %c16 = arith.constant 16 : i32
+    %c128 = arith.constant 128 : i32
+    %wg1 = arith.cmpi sge, %tid, %c128 : i32
+    scf.if %wg1 {
+      llvm.inline_asm has_side_effects "bar.sync 1, 128;", "" : () -> ()
+    }
+    %low = arith.cmpi slt, %lane, %c16 : i32
+    scf.if %low {
+      llvm.inline_asm has_side_effects "bar.sync 1, 128;", "" : () -> ()
+    }
+    gpu.return
+  }
+}

@@ -116,6 +116,9 @@ COLLECTIVES: tuple[Collective, ...] = (
 
 # PTX mnemonics that make an inline-asm block (llvm.inline_asm, nvvm.inline_ptx) a collective.
 INLINE_PTX: tuple[tuple[str, Scope], ...] = (
+    # a barrier with a thread count (`bar.sync 1, 128;`, `bar.arrive ...`): the warps that reach
+    # it must be whole; its count is not read from the text
+    (r"\b(bar|barrier)(\.cta)?\.(sync|arrive|red)(\.aligned)?\s+[^,;]+,[^;]+;", Scope.WARP),
     (r"\bbar\.sync\b|\bbarrier\.sync\b|\bbarrier\.cta\.sync\b", Scope.CTA),
     (r"\bwgmma\.", Scope.WARPGROUP),
     (r"\bsetmaxnreg\.|\b(shfl|vote|redux|match)\.sync\b|\bbar\.warp\.sync\b|\belect\.sync\b|\bldmatrix\.|\bstmatrix\.|\bmma\.sync\b"
