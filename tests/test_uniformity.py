@@ -283,3 +283,26 @@ def test_table_reads_the_atom(atom, expected):
 
     found = collective_of(FakeOp(atom))
     assert (found.ptx if found else None) == expected
+
+
+def test_index_switch_cases(run):
+    u, _ = run(
+        """
+    %lane = nvvm.read.ptx.sreg.laneid : i32
+    %i = arith.index_cast %lane : i32 to index
+    scf.index_switch %i
+    case 3 {
+      nvvm.barrier
+      scf.yield
+    }
+    default {
+      nvvm.bar.warp.sync %lane : i32
+      scf.yield
+    }
+""",
+        watch=lambda op: op.name in ("nvvm.barrier", "nvvm.bar.warp.sync"),
+    )
+    (case_conds,) = _conditions_of(u, "nvvm.barrier")
+    (default_conds,) = _conditions_of(u, "nvvm.bar.warp.sync")
+    assert np.array_equal(case_conds[-1].masks[0], TID % 32 == 3)
+    assert np.array_equal(default_conds[-1].masks[0], TID % 32 != 3)

@@ -543,6 +543,8 @@ class Uniformity:
             self._for(op, conds)
         elif name == "scf.while":
             self._while(op, conds)
+        elif name == "scf.index_switch":
+            self._switch(op, conds)
         elif name in ("nvvm.exit",):
             self.exits.append((op, conds))
         elif op.regions:
@@ -593,6 +595,25 @@ class Uniformity:
                 self._set(r, self._known(np.where(c.values != 0, a.values, b.values), a.why or b.why or c.why))
             else:
                 self._set(r, self._join([c, a, b]))
+
+    def _switch(self, op, conds) -> None:
+        """scf.index_switch: case k runs where the value equals k, the default where it equals none."""
+        value = op.operands[0]
+        f = self.fact(value)
+        cases = [int(c) for c in op.attributes["cases"]] if "cases" in op.attributes else []
+        regions = list(op.regions)  # the default region, then one per case
+        yields = []
+        for i, region in enumerate(regions):
+            if f.known:
+                v = np.broadcast_to(f.values, (self.threads.count,))
+                mask = ~np.isin(v, cases) if i == 0 else (v == cases[i - 1])
+                cond = Condition(op, value, "the `switch` value", self.threads.level_of(mask), (mask,))
+            else:
+                cond = Condition(op, value, "the `switch` value" + (f" ({f.why})" if f.why else ""), f.level, None, f.data, f.split)
+            term = self._region(region, conds + (cond,))
+            yields.append(list(term.operands) if term is not None else [])
+        for j, r in enumerate(op.results):
+            self._set(r, self._join([f] + [self.fact(y[j]) for y in yields if j < len(y)]))
 
     def _loop_body(self, block_args, inits: list[Fact], run: Callable[[], list[Fact]], record: bool = False) -> tuple[list[Fact], bool]:
         """Iterate a loop body to a fixpoint of its carried values' facts; returns the carried
