@@ -13,8 +13,8 @@ computes garbage on the GPU. Before (a TMEM epilogue guarded per thread):
 After (the IR is unchanged; the pass only reports):
 
     k.py:41:8: error: 'cute.copy' with a tmem_load atom (PTX tcgen05.ld.sync.aligned) is a
-      warp collective reached by only part of a warp: thread 0 (under the condition at k.py:40:7)
-    k.py:40:7: note: the condition that diverges: the `if` condition (the thread index (tid.x))
+      warp collective reached by only part of a warp: lane 0 of warp 0
+    k.py:40:7: note: the condition that diverges: the `if` condition: `if tidx == 0:`
 
 Which ops are collective, and at what scope, is data (`lowering/analysis/collective_ops.py`);
 which threads reach each op is `lowering/analysis/uniformity.py`. An op reached under a
@@ -145,7 +145,11 @@ class _Checker:
             cwhere = self.source.locate(cop.location) if cop is not None and _useful(cop.location) else None
             if cwhere is None and _useful(cond.op.location):
                 cwhere = self.source.locate(cond.op.location)
-            notes.append(Diagnostic("note", f"the condition that diverges: {cond.text}", cwhere))
+            text = f"the condition that diverges: {cond.text}"
+            snippet = _source_text(cop.location) if cop is not None else None
+            if snippet:
+                text += f": `{snippet}`"
+            notes.append(Diagnostic("note", text, cwhere))
         self.diagnostics.append(Diagnostic(severity, message + suffix, where, tuple(notes)))
         self.counts["errors" if severity == "error" else "warnings"] += 1
 
@@ -433,6 +437,14 @@ def _loop_line(loop):
         if any(r in bounds for r in other.results) and _useful(other.location):
             found = other
     return found
+
+
+def _source_text(loc) -> str | None:
+    """The Python statement CuTeDSL recorded for an op (its NameLoc), when line info is on."""
+    if loc is not None and loc.is_a_name() and _useful(loc):
+        text = loc.name_str.split("  # ")[0].strip()
+        return text if len(text) <= 120 else text[:117] + "..."
+    return None
 
 
 def _next_located(op):
