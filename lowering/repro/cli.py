@@ -97,7 +97,7 @@ def cmd_matrix(args) -> int:
     versions = [v.strip() for v in (args.versions or "").split(",") if v.strip()]
     if not versions:
         raise UsageError("--versions needs at least one version, e.g. 4.8.1")
-    run_matrix(versions, args.cache_dir, args.output, update_cases=not args.no_update, log=sys.stderr)
+    run_matrix(versions, args.cache_dir, args.output, update_cases=not args.no_update, deps=args.deps, log=sys.stderr)
     print(f"wrote {args.output}")
     return 0
 
@@ -165,6 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--cache-dir", default=None, help="venvs go here (default ~/.cache/cute-lowering/venvs)")
     m.add_argument("-o", dest="output", default="reproducers/MATRIX.md")
     m.add_argument("--no-update", action="store_true", help="leave the cases' recorded statuses alone")
+    m.add_argument("--deps", help="a folder put on PYTHONPATH in each release's venv with our package's own "
+                                  "dependencies (numpy), where the venv has nvidia-cutlass-dsl alone")
     rep = sub.add_parser("report", help="a self-contained bug report (markdown)")
     rep.add_argument("name", metavar="NAME")
     rep.add_argument("--arch")

@@ -21,9 +21,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from lowering.files import write_text
 from lowering.repro.cases import load_cases
 from lowering.repro.constructs import CONSTRUCTS, construct_ir
-from lowering.repro.releases import LEGEND, Notes, release_table
+from lowering.repro.releases import LEGEND, Notes, code_span, release_table
 from lowering.repro.runner import error_summary, release_python, run_cases, run_jobs, worker_env
 
 SURVEY_ARCHS = ("sm_80", "sm_90a", "sm_100a")
@@ -43,21 +44,43 @@ def venv_python(version: str, cache_dir: str | None, log=sys.stderr) -> str:
     return str(root / "bin" / "python")
 
 
-def package_imports(python: str) -> bool:
-    probe = "import lowering.repro.cli, lowering.pipeline, lowering.passes"
-    return subprocess.run([python, "-c", probe], capture_output=True, env=worker_env()).returncode == 0
+# Our package runs with a release when it imports there and the bindings take Python-defined
+# passes (PassManager.add(callable, ...): 4.6 on; before, add() takes a pipeline string only).
+PACKAGE_PROBE = """
+import lowering.repro.cli, lowering.pipeline, lowering.passes
+from lowering.mlir import ir, passmanager
+with ir.Context():
+    passmanager.PassManager("builtin.module").add(lambda op, p: None, name="Probe", argument="probe")
+"""
 
 
-def measure(version: str, python: str, log=sys.stderr) -> tuple[list[dict], bool]:
-    """`run --json` records for every case on every survey arch, and whether our package ran there."""
+def package_runs(python: str, env: dict) -> str | None:
+    """None if our package runs with `python`'s CuTeDSL, else why not (the line of the error that says it)."""
+    proc = subprocess.run([python, "-c", PACKAGE_PROBE], capture_output=True, text=True, env=env)
+    if proc.returncode == 0:
+        return None
+    return error_summary(proc.stderr) or f"exit status {proc.returncode}"
+
+
+def measure(version: str, python: str, deps: str | None = None, log=sys.stderr) -> tuple[list[dict], str | None]:
+    """`run --json` records for every case on every survey arch, and why our package did not run (None: it ran).
+
+    `deps`: a folder put on PYTHONPATH beside our package, holding its own dependencies
+    (numpy) for release venvs that have nvidia-cutlass-dsl alone.
+    """
+    env = worker_env()
+    if deps:
+        env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], deps])
     archs = ",".join(SURVEY_ARCHS)
-    if package_imports(python):
+    why_not = package_runs(python, env)
+    if why_not is None:
         proc = subprocess.run([python, "-m", "lowering.repro.cli", "run", "--json", "--arch", archs],
-                              capture_output=True, text=True, env=worker_env())
+                              capture_output=True, text=True, env=env)
         if proc.returncode == 0:
-            return json.loads(proc.stdout), True
-        print(f"matrix: {version}: run --json failed ({proc.stderr.strip()[-300:]}); plain compiles only", file=log)
-    return run_cases(list(load_cases().values()), list(SURVEY_ARCHS), python=python, workaround=False), False
+            return json.loads(proc.stdout), None
+        why_not = f"run --json failed: {error_summary(proc.stderr)}"
+    print(f"matrix: {version}: our package does not run ({why_not}); plain compiles only", file=log)
+    return run_cases(list(load_cases().values()), list(SURVEY_ARCHS), python=python, workaround=False), why_not
 
 
 def survey(python: str) -> list[dict]:
@@ -83,17 +106,17 @@ def _summarized(record: dict) -> dict:
 
 
 def run_matrix(versions: list[str], cache_dir: str | None, output: str, update_cases: bool = True,
-               log=sys.stderr) -> None:
+               deps: str | None = None, log=sys.stderr) -> None:
     measured = {}
     for version in versions:
         python = venv_python(version, cache_dir, log)
-        records, package_ran = measure(version, python, log)
-        measured[version] = {"package_ran": package_ran, "records": [_summarized(r) for r in records],
-                             "survey": survey(python)}
+        records, why_not = measure(version, python, deps, log)
+        measured[version] = {"package_ran": why_not is None, "package_error": why_not, "deps": deps,
+                             "records": [_summarized(r) for r in records], "survey": survey(python)}
         print(f"matrix: {version} done", file=log)
     data_path = Path(output).with_suffix(".json")
     data_path.parent.mkdir(parents=True, exist_ok=True)
-    data_path.write_text(json.dumps(measured, indent=1) + "\n", encoding="utf-8")
+    write_text(str(data_path), json.dumps(measured, indent=1) + "\n")
     render(measured, output, update_cases)
 
 
@@ -116,7 +139,7 @@ def render(measured: dict, output: str, update_cases: bool = True) -> None:
                     recorded[v] = cells
             meta = {k: val for k, val in case.meta.items() if k not in ("versions_failing", "versions_fixed")}
             meta["recorded"] = recorded
-            (case.folder / "case.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+            write_text(str(case.folder / "case.json"), json.dumps(meta, indent=2) + "\n")
         cases = load_cases()
 
     lines = [
@@ -141,9 +164,18 @@ def render(measured: dict, output: str, update_cases: bool = True) -> None:
             lines += [""] + notes.lines()
         lines.append("")
     ran = [v for v in versions if measured[v]["package_ran"]]
+    why = {}
+    for v in versions:
+        if v not in ran:
+            why.setdefault(measured[v].get("package_error") or "unknown", []).append(v)
     lines += ["Our passes (the `lowering` package, hence the workaround column) ran on: "
               + (", ".join(ran) or "none") + "; not on: "
-              + (", ".join(v for v in versions if v not in ran) or "none") + ".", ""]
+              + ("; ".join(f"{', '.join(vs)} ({code_span(reason)})" for reason, vs in why.items()) or "none") + "."]
+    deps = {measured[v].get("deps") for v in ran} - {None}
+    if deps:
+        lines.append("Our package's own dependencies (numpy) came from a folder on PYTHONPATH (`--deps`),"
+                     " for the release venvs that hold nvidia-cutlass-dsl alone.")
+    lines.append("")
 
     lines += ["## Constructs checked", "",
               f"Each construct of `lowering/repro/constructs.py`, compiled alone for {', '.join(SURVEY_ARCHS)}"
@@ -173,4 +205,4 @@ def render(measured: dict, output: str, update_cases: bool = True) -> None:
     lines += ["", "Never failed, any release, target or opt-level: " + (", ".join(never_failed) or "none") + ".",
               "`LLVM ERROR` (a process abort) seen for: " + (", ".join(aborted) or "no construct") + ".", ""]
     Path(output).parent.mkdir(parents=True, exist_ok=True)
-    Path(output).write_text("\n".join(lines), encoding="utf-8")
+    write_text(str(output), "\n".join(lines))

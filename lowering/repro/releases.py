@@ -39,10 +39,10 @@ class Notes:
         return f"[{self.texts.index(text) + 1}]"
 
     def lines(self) -> list[str]:
-        return [f"{i}. {_code(text)}" for i, text in enumerate(self.texts, 1)]
+        return [f"{i}. {code_span(text)}" for i, text in enumerate(self.texts, 1)]
 
 
-def _code(text: str) -> str:
+def code_span(text: str) -> str:
     fence = "``" if "`" in text else "`"
     pad = " " if fence == "``" else ""
     return f"{fence}{pad}{text}{pad}{fence}"

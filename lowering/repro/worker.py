@@ -150,6 +150,8 @@ def compile_text(text: str, arch: str, opt_level: int = 3, workaround: str | Non
                 pipeline_module.run_pipeline(module, workaround)
             except diagnostics.LoweringError as e:
                 return "workaround pipeline failed: " + "; ".join(d.format() for d in e.diagnostics)
+            except Exception as e:  # noqa: BLE001  (e.g. bindings too old for our passes: say so, keep going)
+                return f"workaround pipeline failed: {type(e).__name__}: {' '.join(str(e).split())}"
         with tempfile.TemporaryDirectory():
             try:
                 passmanager.PassManager.parse(pipeline).run(module.operation)
