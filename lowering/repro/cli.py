@@ -18,7 +18,8 @@ import json
 import sys
 import textwrap
 
-from lowering.diagnostics import Diagnostic, SourceLocation
+from lowering.diagnostics import Diagnostic, LoweringError, SourceLocation
+from lowering.files import FileWriteError, read_text, write_text
 from lowering.repro.cases import Case, load_cases
 from lowering.repro.runner import cutedsl_version, error_summary, release_python, run_cases
 
@@ -117,11 +118,11 @@ def cmd_report(args) -> int:
         text = write_report(case, archs[0], args.opt_level, python=python)
     except NotReproducing as e:
         raise UsageError(str(e)) from None
-    if args.output == "-":
-        sys.stdout.write(text)
-    else:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
+    try:
+        write_text(args.output, text)  # a failed write leaves an existing file as it was
+    except FileWriteError as e:
+        raise UsageError(str(e)) from None
+    if args.output != "-":
         print(f"wrote {args.output}")
     return 0
 
@@ -130,21 +131,18 @@ def cmd_reduce(args) -> int:
     from lowering.repro.reduce import reduce_file
 
     archs = parse_archs(args.arch) or ["sm_90a"]
-    try:
-        text = open(args.input, encoding="utf-8").read()
-    except OSError as e:
-        raise UsageError(f"cannot read '{args.input}': {e.strerror}") from None
+    name, text = read_text(args.input)  # LoweringError: unreadable, or not UTF-8 text
     from lowering.repro.reduce import ReduceError
 
     try:
-        result = reduce_file(text, args.error, archs[0], args.opt_level, log=sys.stderr)
+        result = reduce_file(text, args.error, archs[0], args.opt_level, log=sys.stderr, name=name)
     except ReduceError as e:
         raise UsageError(str(e)) from None
-    if args.output == "-":
-        sys.stdout.write(result)
-    else:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(result)
+    try:
+        write_text(args.output, result)
+    except FileWriteError as e:
+        raise UsageError(str(e)) from None
+    if args.output != "-":
         print(f"wrote {args.output} ({len(result.splitlines())} lines)", file=sys.stderr)
     return 0
 
@@ -192,6 +190,10 @@ def main(argv: list[str] | None = None) -> int:
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:
         return 130
+    except LoweringError as e:  # located diagnostics about an input file
+        for d in e.diagnostics:
+            print(d.format() if d.location else f"{PROG}: {d.format()}", file=sys.stderr)
+        return 1
     except UsageError as e:
         if e.text is not None:
             where = SourceLocation(ARGV_BUFFER, 1, e.column or 1)

@@ -21,6 +21,7 @@ import re
 import sys
 from typing import Callable, Iterator
 
+from lowering.diagnostics import SourceBuffer, from_mlir_error
 from lowering.mlir import ir, new_context, parse_module, plain_values
 from lowering.repro.runner import Worker
 
@@ -268,12 +269,14 @@ def reduce_text(text: str, still_fails: Callable[[str], bool], log=sys.stderr, m
     return current
 
 
-def reduce_file(text: str, error: str, arch: str, opt_level: int = 3, log=sys.stderr, python: str | None = None) -> str:
+def reduce_file(text: str, error: str, arch: str, opt_level: int = 3, log=sys.stderr, python: str | None = None,
+                name: str = "<input>") -> str:
+    """Reduce `text`; raises `LoweringError` (located in `name`) when it does not parse."""
     with new_context() as ctx:
         try:
             text = str(parse_module(text, ctx))
         except ir.MLIRError as e:
-            raise ReduceError(f"the input does not parse: {str(e).splitlines()[0]}") from None
+            raise from_mlir_error(e, SourceBuffer(name, text)) from None
     with Worker(python) as worker:
         def still_fails(candidate: str) -> bool:
             result = worker.compile({"ir": candidate, "arch": arch, "opt_level": opt_level})
