@@ -11,7 +11,8 @@ compiles goes through our `auto` pipeline first, and what our passes did is save
 `compare` demands bit-identical tensors. `bench` times FA4 and `kernels.fmha` on the
 issue's shapes in one process (median of CUDA-event timings, TFLOP/s counting only the
 unmasked score area): "ours" is the default path (wgmma on the H200), "ours_mma_sync"
-the mma.sync path on the same inputs.
+the mma.sync path on the same inputs; it writes only its --out file. The comparison with
+FA3, FA4 and cuDNN together, and results.json's `fmha_*` entries: `bench/fmha_peers.py`.
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ def exp2_bench(torch, fmha, args, gpu, date):
             ms = median_ms(lambda: fmha.attention(q, k, v, exp2_on_fma=frac, exp2_impl=impl if frac else None), repeat=1, iters=args.iters)
             base = base or ms
             case = f"b{b}_h{h}_s{s}_d{d}_full"
-            name = f"attention_exp2_{impl}_{frac:g}_{case}"  # `fmha_*` entries are the FA4 comparison
+            name = f"attention_exp2_{impl}_{frac:g}_{case}"  # `fmha_*` entries are the peer comparison (fmha_peers.py)
             t = flops / ms / 1e9
             results[name] = {
                 "ours": round(t, 1), "ratio_vs_mufu": round(base / ms, 3), "ms": round(ms, 3),
@@ -83,7 +83,7 @@ def main():
             ours = median_ms(lambda: fmha.attention(q, k, v, causal=causal), repeat=1, iters=args.iters)
             with sdpa_kernel([SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION]):
                 peer = median_ms(lambda: torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal), repeat=1, iters=args.iters)
-            name = f"attention_vs_sdpa_b{b}_h{h}_s{s}_d{d}_{'causal' if causal else 'full'}"  # `fmha_*`: FA4 (fa4_compare.py)
+            name = f"attention_vs_sdpa_b{b}_h{h}_s{s}_d{d}_{'causal' if causal else 'full'}"  # `fmha_*`: FA3/FA4/cuDNN (fmha_peers.py)
             t_ours, t_peer = flops / ours / 1e9, flops / peer / 1e9
             results[name] = {
                 "ours": round(t_ours, 1),
