@@ -43,9 +43,43 @@ def new_context() -> ir.Context:
     return ir.Context()
 
 
+# MLIR's parser, verifier and printer recurse once per nesting level: on an 8 MB stack
+# 2000 nested regions parse, 5000 crash the process (SIGSEGV), and so do 100000 nested
+# `[` of an attribute. Real IR nests a few dozen levels; text nested deeper than this is
+# refused before MLIR sees it.
+MAX_TEXT_NESTING = 1000
+_NESTING_TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|[\[({\])}]')
+
+
+class NestingTooDeep(ValueError):
+    """IR text nested deeper than `MAX_TEXT_NESTING`; `line`/`col` (1-based) of the bracket beyond it."""
+
+    def __init__(self, line: int, col: int):
+        super().__init__(f"IR nested deeper than {MAX_TEXT_NESTING} levels of brackets: not supported")
+        self.line, self.col = line, col
+
+
 def parse_module(text: str, context: ir.Context) -> ir.Module:
-    """Parse textual IR; raises `ir.MLIRError` with located diagnostics on failure."""
+    """Parse textual IR; raises `ir.MLIRError` with located diagnostics on failure, and
+    `NestingTooDeep` for text that would overflow the parser's stack."""
+    _check_nesting(text)
     return ir.Module.parse(text, context)
+
+
+def _check_nesting(text: str) -> None:
+    if sum(text.count(c) for c in "([{") <= MAX_TEXT_NESTING:
+        return  # cannot nest deeper than it has brackets
+    depth = 0
+    for token in _NESTING_TOKENS.finditer(text):
+        c = token.group()[0]
+        if c in "([{":
+            depth += 1
+            if depth > MAX_TEXT_NESTING:
+                start = token.start()
+                line = text.count("\n", 0, start) + 1
+                raise NestingTooDeep(line, start - (text.rfind("\n", 0, start) + 1) + 1)
+        elif c in ")]}":
+            depth -= 1
 
 
 def element_type(t: ir.Type) -> ir.Type:
@@ -129,17 +163,39 @@ def plain_values(module: ir.Module | None = None):
     casters = dict(_dsl_value_casters())
     if module is not None:
         for typeid in _value_typeids(module):
-            if typeid not in casters:
+            if typeid not in casters and typeid not in _swapped:
                 caster = _registered_caster(typeid)
                 if caster is not None:
                     casters[typeid] = caster
-    for typeid in casters:
-        ir.register_value_caster(typeid, replace=True)(_plain)
+    with _swapped_out(casters.items()):
+        yield
+
+
+# typeid -> [the caster it had before, how many open blocks swapped it]: blocks nest (a
+# check pass inside the pipeline's own block), and only the outermost puts a caster back
+_swapped: dict = {}
+
+
+@contextlib.contextmanager
+def _swapped_out(casters):
+    taken = []
+    for typeid, caster in casters:
+        entry = _swapped.get(typeid)
+        if entry is None:
+            ir.register_value_caster(typeid, replace=True)(_plain)
+            _swapped[typeid] = [caster, 1]
+        else:
+            entry[1] += 1
+        taken.append(typeid)
     try:
         yield
     finally:
-        for typeid, caster in casters.items():
-            ir.register_value_caster(typeid, replace=True)(caster)
+        for typeid in taken:
+            entry = _swapped[typeid]
+            entry[1] -= 1
+            if entry[1] == 0:
+                ir.register_value_caster(typeid, replace=True)(entry[0])
+                del _swapped[typeid]
 
 
 def _value_typeids(module: ir.Module) -> set:
@@ -230,15 +286,8 @@ def _cute_value_casters() -> tuple:
 def inert_values():
     """`plain_values`, for every value CuTeDSL wraps: what an analysis reading a whole
     kernel needs (it meets tensors, layouts and pointers, not only scalars)."""
-    casters = _cute_value_casters()
-    with plain_values():
-        for typeid, _ in casters:
-            ir.register_value_caster(typeid, replace=True)(_plain)
-        try:
-            yield
-        finally:
-            for typeid, caster in casters:
-                ir.register_value_caster(typeid, replace=True)(caster)
+    with plain_values(), _swapped_out(_cute_value_casters()):
+        yield
 
 
 def warm_value_casters() -> None:

@@ -306,3 +306,23 @@ def test_index_switch_cases(run):
     (default_conds,) = _conditions_of(u, "nvvm.bar.warp.sync")
     assert np.array_equal(case_conds[-1].masks[0], TID % 32 == 3)
     assert np.array_equal(default_conds[-1].masks[0], TID % 32 != 3)
+
+
+def test_nested_plain_value_blocks_keep_values_plain():
+    """The check runs inside the pipeline's own plain_values block: leaving its inner block
+    must not put CuTeDSL's wrappers back for the passes after it."""
+    from cutlass._mlir import ir
+
+    from lowering.mlir import plain_values
+
+    def wrapped() -> bool:
+        with ir.Context(), ir.Location.unknown():
+            module = ir.Module.parse("func.func @f(%a: f32) { return }")
+            arg = module.body.operations[0].regions[0].blocks[0].arguments[0]
+            return type(arg) is not ir.BlockArgument
+
+    with plain_values():
+        with inert_values():
+            assert not wrapped()
+        assert not wrapped()
+    assert wrapped()  # outside every block, CuTeDSL's own casters are back
