@@ -48,7 +48,10 @@ import cutlass.pipeline as pipeline
 import cutlass.utils.hopper_helpers as sm90
 from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.cute.runtime import make_ptr
-from cutlass.tensor_utils import LayoutEnum
+try:
+    from cutlass.tensor_utils import LayoutEnum
+except ImportError:  # CuTeDSL < 4.8 has it in cutlass.utils only
+    from cutlass.utils import LayoutEnum
 
 import lowering
 from kernels import nvfp4

@@ -38,7 +38,10 @@ import cutlass.utils.hopper_helpers as sm90
 from cutlass import Float32, Int32
 from cutlass.cute.nvgpu import tcgen05, warp, warpgroup
 from cutlass.cute.runtime import make_fake_compact_tensor
-from cutlass.tensor_utils import LayoutEnum
+try:
+    from cutlass.tensor_utils import LayoutEnum
+except ImportError:  # CuTeDSL < 4.8 has it in cutlass.utils only
+    from cutlass.utils import LayoutEnum
 
 DST_ELEMENTS = 4096
 FULL_MASK = -1  # 0xFFFFFFFF as the Int32 CuTeDSL's wrappers take
