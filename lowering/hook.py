@@ -166,12 +166,27 @@ class prelowering(contextlib.ContextDecorator):
         self._tokens.append((pipeline, checks))
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, exc, traceback) -> None:
         pipeline, checks = self._tokens.pop()
         if checks is not None:
             _scoped_checks.reset(checks)
         if pipeline is not None:
             _scoped.reset(pipeline)
+        ours = _prelowering_error_in(exc)
+        if ours is not None and ours is not exc:
+            # CuTeDSL < 4.8 wraps what a trace-finalize hook raises in a DSLRuntimeError that
+            # calls it "a bug in the DSL"; ours says whose the failure is, so it is what surfaces.
+            raise ours from None
+
+
+def _prelowering_error_in(exc: BaseException | None) -> "PreloweringError | None":
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, PreloweringError):
+            return exc
+        seen.add(id(exc))
+        exc = getattr(exc, "cause", None) or exc.__cause__ or exc.__context__
+    return None
 
 
 def last_report() -> PreloweringReport | None:
