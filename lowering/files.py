@@ -76,8 +76,13 @@ def write_text(path: str, text: str) -> None:
     Raises `FileWriteError`; the destination is then unchanged.
     """
     if path == STDIO:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        if sys.stdout is None:  # started with standard output closed (`>&-`)
+            raise FileWriteError("cannot write standard output: it is closed")
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except OSError as e:  # a closed pipe, a full disk
+            raise FileWriteError(f"cannot write standard output: {e.strerror or e}") from None
         return
     write_bytes(path, text.encode("utf-8"))
 

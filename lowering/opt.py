@@ -16,7 +16,7 @@ import argparse
 import re
 import sys
 
-from lowering.diagnostics import Diagnostic, LoweringError, SourceBuffer, from_mlir_error
+from lowering.diagnostics import Diagnostic, LoweringError, SourceBuffer, SourceLocation, from_mlir_error
 from lowering.files import STDIO, FileWriteError, read_text, write_text
 from lowering.pipeline import PIPELINE_BUFFER, Pipeline, PipelineResult
 
@@ -111,7 +111,7 @@ def _main(argv: list[str] | None) -> int:
         _report(e.diagnostics, None)
         return 1
 
-    from lowering.mlir import ir, new_context, parse_module
+    from lowering.mlir import NestingTooDeep, ir, new_context, parse_module
 
     outputs, results, failed = [], [], False
     for chunk in split_input(text, name, args.split_input_file):
@@ -120,6 +120,11 @@ def _main(argv: list[str] | None) -> int:
                 module = parse_module(chunk.text, context)
             except ir.MLIRError as e:
                 _report(from_mlir_error(e, chunk).diagnostics, chunk)
+                failed = True
+                continue
+            except NestingTooDeep as e:
+                where = SourceLocation(chunk.name, chunk.first_line + e.line - 1, e.col)
+                _report([Diagnostic("error", str(e), where)], None)
                 failed = True
                 continue
             if pipeline is not None:

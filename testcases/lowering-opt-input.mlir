@@ -47,3 +47,17 @@
 // DEEP: <pass-pipeline>:1:655: error: pipeline nested deeper than 64 levels: not supported
 // DEEP-NOT: RecursionError
 // DEEP-NOT: internal error
+
+// IR nested deeper than MLIR's parser survives (5000 regions crashed it with SIGSEGV):
+// a located limit error at the bracket beyond the limit.
+// RUN: python -c "import sys; n = 5000; sys.stdout.write('func.func @f() {\n' + 'scf.execute_region {\n' * n + 'scf.yield\n' + '}\nscf.yield\n' * (n - 1) + '}\nreturn\n}\n')" > %t/deep.mlir
+// RUN: not lowering-opt %t/deep.mlir 2>&1 | filecheck %s --check-prefix=DEEPIR
+// DEEPIR: deep.mlir:1001:20: error: IR nested deeper than 1000 levels of brackets: not supported
+// RUN: python -c "import sys; sys.stdout.write('func.func @f() -> i32 {\n  %%c = arith.constant ' + '[' * 100000 + '1' + ']' * 100000 + ' : i32\n  return %%c : i32\n}\n')" > %t/deep-attr.mlir
+// RUN: not lowering-opt %t/deep-attr.mlir 2>&1 | filecheck %s --check-prefix=DEEPATTR
+// DEEPATTR: deep-attr.mlir:2:1022: error: IR nested deeper than 1000 levels of brackets
+
+// Standard output closed: an error, not a crash.
+// RUN: printf 'func.func @f() {\n  return\n}\n' > %t/ok.mlir
+// RUN: not python -c "import os, subprocess, sys; sys.exit(subprocess.run(['lowering-opt', sys.argv[1]], preexec_fn=lambda: os.close(1)).returncode)" %t/ok.mlir 2>&1 | filecheck %s --check-prefix=CLOSED
+// CLOSED: error: cannot write standard output: it is closed

@@ -21,8 +21,8 @@ import re
 import sys
 from typing import Callable, Iterator
 
-from lowering.diagnostics import SourceBuffer, from_mlir_error
-from lowering.mlir import ir, new_context, parse_module, plain_values
+from lowering.diagnostics import Diagnostic, LoweringError, SourceBuffer, SourceLocation, from_mlir_error
+from lowering.mlir import NestingTooDeep, ir, new_context, parse_module, plain_values
 from lowering.repro.runner import Worker
 
 
@@ -277,6 +277,8 @@ def reduce_file(text: str, error: str, arch: str, opt_level: int = 3, log=sys.st
             text = str(parse_module(text, ctx))
         except ir.MLIRError as e:
             raise from_mlir_error(e, SourceBuffer(name, text)) from None
+        except NestingTooDeep as e:
+            raise LoweringError(Diagnostic("error", str(e), SourceLocation(name, e.line, e.col))) from None
     with Worker(python) as worker:
         def still_fails(candidate: str) -> bool:
             result = worker.compile({"ir": candidate, "arch": arch, "opt_level": opt_level})
