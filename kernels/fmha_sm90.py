@@ -88,8 +88,10 @@ TURN_BARRIER = 5  # named barriers 5, 6: PINGPONG's turns
 # finish the current tile. "auto": only at D=64 without a causal/window limit. With a
 # diagonal the static order balances worse than the hardware's block scheduler (simulated:
 # 1.12 against 1.07 of the mean per SM at 4x16x4096 causal, 1.19 against 1.07 at
-# 16x8x2048); at D=128 the loop over tiles costs ptxas the registers to keep the wgmmas
-# in flight (C7512: serialized, measured 0.72x). True: always; False: one CTA per tile.
+# 16x8x2048). At D=128 the loop over tiles made ptxas serialize every wgmma (C7512, measured
+# 0.72x in bench/h200/fmha_peers/run2); compute_tile's fill of S before the first S wgmma of
+# a tile removes that (SASS: 4 WARPGROUP.ARRIVE for 32 HGMMA, as without the loop), but
+# persistent D=128 has not been timed since. True: always; False: one CTA per tile.
 PERSISTENT = "auto"
 HEAD_DIMS = (64, 128)
 DTYPES = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}
@@ -460,6 +462,11 @@ class _FmhaSm90:
         if n_blocks > 0:
             # the first (last-in-sequence) block: S and softmax; its P V goes with the next S
             pipe_k.consumer_wait(state)
+            if cutlass.const_expr(self.persistent):
+                # a zero-initializing wgmma still names S as an input: without this, the last
+                # tile's S stays live across the loop and ptxas gives this S registers of its
+                # own (D=128: 64 more than fit, every wgmma serialized, C7512)
+                acc_S.fill(0.0)
             self.mma_turn_wait(wg)
             _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
             self.mma_turn_done(wg)
