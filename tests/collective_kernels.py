@@ -1045,3 +1045,19 @@ def _tmem_alloc_by_argument_warp(dst: cute.Tensor, n: Int32):
     if warp_idx == owner:
         cute.arch.relinquish_tmem_alloc_permit()
         cute.arch.dealloc_tmem(tmem_ptr, TMEM_COLUMNS)
+
+
+@correct("tmem_ld_every_lane_then_columns", "sm_100a", "the fix of tmem_ld_lane_strided_loop (README): every lane runs tcgen05.ld, then its strided columns come from registers")
+@cute.kernel
+def _tmem_ld_every_lane_then_columns(dst: cute.Tensor, n: Int32):
+    tidx, _, _ = cute.arch.thread_idx()
+    lane = cute.arch.lane_idx()
+    warp_idx = cute.arch.warp_idx()
+    storage = cutlass.memory.SmemAllocator().allocate(_Barriers)
+    _allocate_by_warp0(warp_idx, storage.tmem_slot.ptr, TMEM_COLUMNS)
+    tmem_ptr = cute.arch.retrieve_tmem_ptr(Float32, 16, storage.tmem_slot.ptr)
+    load, store, tmem_src, tmem_dst, registers, gmem_dst = _tmem_views(tidx, tmem_ptr, dst)
+    cute.copy(load, tmem_src, registers)  # every lane: tcgen05.ld is warp-wide
+    for col in cutlass.range(lane, 16, 32):
+        dst[tidx] = registers[col]
+    _free_by_warp0(warp_idx, tmem_ptr, TMEM_COLUMNS)
