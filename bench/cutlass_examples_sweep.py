@@ -116,7 +116,33 @@ def blackwell(root: str) -> list:
             make_fake_stream(),
         )  # fmt: skip
 
+    def fmha(causal: bool):
+        """The example's run(): contiguous (b, s, h_k, h_r, d) tensors, dynamic layouts; torch
+        CPU tensors stand in for the GPU ones (only their layout is compiled in)."""
+        if root not in sys.path:
+            sys.path.insert(0, root)  # `from helpers import fmha_helpers`
+        example = _load(root, "cute/blackwell/kernel/attention/fmha/fmha.py")
+        import torch
+        from cutlass.cute.runtime import from_dlpack
+
+        def tensor(shape):
+            return from_dlpack(torch.zeros(shape, dtype=torch.float16), assumed_align=32).mark_layout_dynamic()
+
+        b, s, h, d = 1, 1024, 4, 128
+        q, k, v, o = (tensor((b, s, h, 1, d)) for _ in range(4))
+        kernel = example.BlackwellFusedMultiHeadAttentionForward(
+            f32, f32, (128, 128), d, False, example.fmha_utils.MaskEnum.WINDOW_MASK, False, False, use_tma_store=True
+        )
+        scale = 1.0 / math.sqrt(d)
+        right = cutlass.Int32(0) if causal else None
+        cute.compile(
+            kernel, q, k, v, o, (b, s, s, s, h, h, d, d), None, None, None, None, scale * math.log2(math.e), scale, 1.0,
+            None, None, right, None, None, make_fake_stream(), False, options="--opt-level=2",
+        )  # fmt: skip
+
     return [
+        ("cutlass_blackwell_fmha", lambda: fmha(False)),
+        ("cutlass_blackwell_fmha_causal", lambda: fmha(True)),
         ("cutlass_blackwell_tutorial_fp16_gemm_0", tutorial_fp16_gemm_0),
         ("cutlass_blackwell_dense_gemm_persistent", dense_gemm_persistent),
         ("cutlass_blackwell_blockscaled_gemm_persistent", blockscaled_gemm_persistent),
