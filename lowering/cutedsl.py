@@ -18,12 +18,19 @@ from lowering.mlir import ir, new_context, parse_module, passmanager
 
 
 def pipeline_string(arch: str, opt_level: int = 3, ptx_prefix: str | None = None) -> str:
-    """CuTeDSL 4.8.1's `cute.compile` pipeline (cutlass_dsl/cutlass.py `_get_pipeline`
-    plus `preprocess_pipeline`), with an optional PTX dump."""
+    """The installed CuTeDSL's `cute.compile` pipeline (cutlass_dsl/cutlass.py `_get_pipeline`
+    plus `preprocess_pipeline`), with an optional PTX dump. The releases of the supported
+    range differ in two options (as `lowering-repro`'s captured strings show): 4.7 added
+    `enable-pyir=false`, 4.8 `check-inline-asm=false`; cute-to-nvvm rejects an unknown one."""
+    from lowering.targets import cutedsl_release
+
+    release = tuple(int(p) for p in cutedsl_release().split(".")[:2] if p.isdigit())
     dump = f" dump-ptx-path={ptx_prefix}" if ptx_prefix else ""
+    check_asm = "check-inline-asm=false " if release >= (4, 8) else ""
+    pyir = "enable-pyir=false " if release >= (4, 7) else ""
     return (
-        "builtin.module(cute-to-nvvm{check-inline-asm=false cubin-format=bin "
-        f"opt-level={opt_level} enable-pyir=false rdc=false enable-assertions=false "
+        f"builtin.module(cute-to-nvvm{{{check_asm}cubin-format=bin "
+        f"opt-level={opt_level} {pyir}rdc=false enable-assertions=false "
         f"preserve-line-info=false cubin-chip={arch}{dump} "
         "enable-cuda-dialect=true cuda-dialect-external-module=true})"
     )
