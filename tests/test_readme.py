@@ -79,9 +79,15 @@ def has_gpu() -> bool:
 
 
 def repository_copy(destination: Path) -> Path:
-    """The files a checkout has (tracked, and untracked but not ignored), copied."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            cwd=REPO, capture_output=True, check=True).stdout.decode().split("\0")
+    """The files a checkout has (tracked, and untracked but not ignored), copied; without
+    git (an unpacked archive), everything but the venv and build outputs."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                                cwd=REPO, capture_output=True, check=True).stdout.decode().split("\0")
+    except (OSError, subprocess.CalledProcessError):
+        ignore = shutil.ignore_patterns(".venv", ".git", "__pycache__", "Output", "*.egg-info")
+        shutil.copytree(REPO, destination, ignore=ignore)
+        return destination
     for name in filter(None, listed):
         source = REPO / name
         if source.is_file():
