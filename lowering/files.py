@@ -100,6 +100,10 @@ def write_bytes(path: str, data: bytes) -> None:
     if mode is not None and not stat.S_ISREG(mode):
         _write_in_place(path, target, data)
         return
+    if mode is not None and not os.access(target, os.W_OK):
+        # Replacing needs only the directory's permission: a read-only file would be
+        # overwritten where `open(path, "w")` (and mlir-opt) refuse.
+        raise FileWriteError(f"cannot write '{path}': Permission denied")
     directory = os.path.dirname(target) or "."
     try:
         fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
