@@ -10,7 +10,8 @@ rules hold everywhere:
 - Writing: the new content goes to a temporary file next to the destination, is
   flushed to disk, and replaces the destination in one `os.replace`. A run that fails
   before that leaves the destination exactly as it was (even when it is the input
-  file); a reader never sees half a file. The destination keeps its permissions; a
+  file); a reader never sees half a file. The destination keeps its permissions (and
+owner, where allowed); a
   symlink keeps pointing where it did and its target is replaced. Destinations that
   are not regular files (`/dev/null`, a FIFO, a terminal) cannot be replaced and are
   written directly: there is no content there to lose.
@@ -90,11 +91,12 @@ def write_text(path: str, text: str) -> None:
 def write_bytes(path: str, data: bytes) -> None:
     target = os.path.realpath(path)  # replace a symlink's target, not the link
     try:
-        mode = os.stat(target).st_mode
+        existing = os.stat(target)
     except FileNotFoundError:
-        mode = None
+        existing = None
     except OSError as e:
         raise FileWriteError(f"cannot write '{path}': {e.strerror or e}") from None
+    mode = existing.st_mode if existing else None
     if mode is not None and stat.S_ISDIR(mode):
         raise FileWriteError(f"cannot write '{path}': Is a directory")
     if mode is not None and not stat.S_ISREG(mode):
@@ -116,6 +118,8 @@ def write_bytes(path: str, data: bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.chmod(temporary, stat.S_IMODE(mode) if mode is not None else 0o666 & ~_umask())
+        if existing is not None:
+            _keep_owner(temporary, existing)
         os.replace(temporary, target)
     except BaseException as e:  # KeyboardInterrupt too: never leave the temporary behind
         try:
@@ -134,6 +138,16 @@ def _write_in_place(path: str, target: str, data: bytes) -> None:
             f.write(data)
     except OSError as e:
         raise FileWriteError(f"cannot write '{path}': {e.strerror or e}") from None
+
+
+def _keep_owner(temporary: str, existing: os.stat_result) -> None:
+    """The replacement keeps the file's owner and group where we may set them (root, or ours)."""
+    if (existing.st_uid, existing.st_gid) == (os.getuid(), os.getgid()):
+        return
+    try:
+        os.chown(temporary, existing.st_uid, existing.st_gid)
+    except OSError:
+        pass  # not allowed: the file becomes ours, as a rewrite by any editor would
 
 
 def _umask() -> int:
