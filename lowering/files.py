@@ -11,10 +11,9 @@ rules hold everywhere:
   flushed to disk, and replaces the destination in one `os.replace`. A run that fails
   before that leaves the destination exactly as it was (even when it is the input
   file); a reader never sees half a file. The destination keeps its permissions (and
-owner, where allowed); a
-  symlink keeps pointing where it did and its target is replaced. Destinations that
-  are not regular files (`/dev/null`, a FIFO, a terminal) cannot be replaced and are
-  written directly: there is no content there to lose.
+  its owner, where allowed); a symlink keeps pointing where it did and its target is
+  replaced. Destinations that are not regular files (`/dev/null`, a FIFO, a terminal)
+  cannot be replaced and are written directly: there is no content there to lose.
 """
 
 from __future__ import annotations
