@@ -87,6 +87,21 @@ def write_text(path: str, text: str) -> None:
     write_bytes(path, text.encode("utf-8"))
 
 
+def check_writable(path: str) -> None:
+    """Raise `FileWriteError` now if `write_text(path, ...)` could not succeed later: for a
+    command that works for minutes before it writes (`lowering-repro reduce`)."""
+    if path == STDIO:
+        return
+    target = os.path.realpath(path)
+    if os.path.isdir(target):
+        raise FileWriteError(f"cannot write '{path}': Is a directory")
+    directory = os.path.dirname(target) or "."
+    if not os.path.isdir(directory):
+        raise FileWriteError(f"cannot write '{path}': No such file or directory")
+    if not os.access(directory, os.W_OK | os.X_OK) and not (os.path.exists(target) and os.access(target, os.W_OK)):
+        raise FileWriteError(f"cannot write '{path}': Permission denied")
+
+
 def write_bytes(path: str, data: bytes) -> None:
     target = os.path.realpath(path)  # replace a symlink's target, not the link
     try:

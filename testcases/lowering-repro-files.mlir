@@ -16,3 +16,8 @@
 // RUN: not lowering-repro report fp4-truncf-sm90a -o %t 2>&1 | filecheck %s --check-prefix=ISDIR
 // ISDIR: lowering-repro: error: cannot write '{{.*}}': Is a directory
 // ISDIR-NOT: internal error
+
+// reduce checks its -o before reducing (minutes, for a real kernel), not after.
+// RUN: not lowering-repro reduce %S/../reproducers/fp4-truncf-sm90a/reduced-from-kernel.mlir --error x -o %t/no-such-dir/small.mlir 2>&1 | filecheck %s --check-prefix=EARLY
+// EARLY: lowering-repro: error: cannot write '{{.*}}no-such-dir/small.mlir': No such file or directory
+// EARLY-NOT: does not fail

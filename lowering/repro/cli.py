@@ -19,7 +19,7 @@ import sys
 import textwrap
 
 from lowering.diagnostics import Diagnostic, LoweringError, SourceLocation
-from lowering.files import FileWriteError, read_text, write_text
+from lowering.files import FileWriteError, check_writable, read_text, write_text
 from lowering.repro.cases import Case, load_cases
 from lowering.repro.runner import cutedsl_version, error_summary, release_python, run_cases
 
@@ -132,6 +132,10 @@ def cmd_reduce(args) -> int:
 
     archs = parse_archs(args.arch) or ["sm_90a"]
     name, text = read_text(args.input)  # LoweringError: unreadable, or not UTF-8 text
+    try:
+        check_writable(args.output)  # before minutes of reducing, not after
+    except FileWriteError as e:
+        raise UsageError(str(e)) from None
     from lowering.repro.reduce import ReduceError
 
     try:
