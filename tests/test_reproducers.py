@@ -13,9 +13,22 @@ import pytest
 from lowering.repro import cli
 from lowering.repro.cases import STATUSES, WORKAROUNDS, load_cases
 from lowering.repro.constructs import kernel_ir
+from lowering.repro.runner import REPO_ROOT, cutedsl_version, run_cases
 
-PINNED = cli.cutedsl_version()
+PINNED = cutedsl_version()
 CASES = load_cases()
+
+
+def _cpu_has_avx512_bf16() -> bool:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            return any(line.startswith("flags") and "avx512_bf16" in line.split() for line in f)
+    except OSError:
+        return False
+
+
+# The host case's abort needs an x86-64 CPU with AVX512-BF16 (this machine's and CI's).
+HOST_CASES_APPLY = _cpu_has_avx512_bf16()
 HEADLINE = {  # the four 4.8.1 failures of the facts sheet
     "fp4-truncf-sm90a": ["sm_90a"],
     "fp4-extf-sm90a": ["sm_90a"],
@@ -39,13 +52,15 @@ def test_recorded_statuses_hold_for_the_installed_cutedsl():
         f"no status recorded for CuTeDSL {PINNED} in {unrecorded}: run "
         f"`lowering-repro matrix --versions ...,{PINNED}` and commit reproducers/*/case.json"
     )
-    archs = sorted({a for c in CASES.values() for a in c.recorded[PINNED]})
-    records = cli.run_cases(list(CASES.values()), archs)
+    archs = sorted({a for c in CASES.values() for a in c.recorded[PINNED] if a != "host"})
+    cases = [c for c in CASES.values() if HOST_CASES_APPLY or not c.host]
+    records = run_cases(cases, archs)
     mismatches = []
     for r in records:
-        expected = CASES[r["name"]].recorded[PINNED].get(r["arch"])
-        if expected and [r["status"], r["workaround"]] != expected:
-            mismatches.append(f"{r['name']} {r['arch']}: recorded {expected}, now {[r['status'], r['workaround']]}")
+        expected = CASES[r["name"]].recorded_cell(PINNED, r["arch"])
+        if expected and (r["status"], r["workaround"]) != (expected["status"], expected["workaround"]):
+            mismatches.append(f"{r['name']} {r['arch']}: recorded {expected['status']} / {expected['workaround']}, "
+                              f"now {r['status']} / {r['workaround']}")
     assert not mismatches, (
         f"CuTeDSL {PINNED} no longer behaves as recorded; if a bug was fixed, update the record "
         "(`lowering-repro matrix`, reproducers/*/case.json, MATRIX.md) and the facts sheet:\n  "
@@ -71,7 +86,7 @@ def test_bad_arch_and_bad_name_are_errors_not_tracebacks(capsys):
     assert cli.main(["run", "fp4-truncf-sm90a", "--arch", "hopper"]) == 1
     assert cli.main(["run", "nope"]) == 1
     err = capsys.readouterr().err
-    assert "<command-line>:1:1: error: not a CUDA target architecture: 'hopper'" in err
+    assert "<command-line>:1:1: error: unknown target 'hopper'" in err
     assert "no reproducer named 'nope'" in err and "Traceback" not in err
 
 
@@ -117,3 +132,81 @@ def test_captured_pipeline_is_the_one_lowering_cutedsl_uses():
                          capture_output=True, text=True, env=worker_env(), check=True).stdout.strip()
     norm = lambda s: " ".join(s.replace("'", "").split()).replace("cubin-chip=sm_90a cubin-chip=sm_90a", "cubin-chip=sm_90a")
     assert norm(out) == norm(pipeline_string("sm_90a"))
+
+
+def test_every_failing_cell_records_its_error():
+    """A `changed` or `not parsed` cell (and a failing workaround) says what it failed with,
+    in case.json and in MATRIX.md."""
+    matrix = (REPO_ROOT / "reproducers" / "MATRIX.md").read_text()
+    flat_matrix = " ".join(matrix.split())
+    missing = []
+    for case in CASES.values():
+        for version, cells in case.recorded.items():
+            for arch in cells:
+                cell = case.recorded_cell(version, arch)
+                texts = []
+                if cell["status"] in ("changed", "not parsed"):
+                    texts.append(cell["error"])
+                if cell["workaround"] == "fails":
+                    texts.append(cell["workaround_error"])
+                for text in texts:
+                    if not text.strip() or " ".join(text.split()) not in flat_matrix:
+                        missing.append(f"{case.name} {version} {arch}: {cell}")
+    assert not missing, "\n".join(missing[:10])
+
+
+def test_report_refuses_where_the_case_does_not_reproduce(tmp_path, capsys):
+    out = tmp_path / "report.md"
+    assert cli.main(["report", "fp4-truncf-sm90a", "--arch", "sm_100a", "-o", str(out)]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"'fp4-truncf-sm90a' does not reproduce on sm_100a with nvidia-cutlass-dsl {PINNED}: it compiles" in err
+    assert "No report written" in err and "sm_90a with" in err and not out.exists()
+
+
+def test_report_statuses_and_errors_are_the_recorded_ones(tmp_path):
+    """Every release in the report with the status MATRIX.md has, the error of every cell
+    that fails otherwise, and an expected-behaviour section; the error it leads with is the
+    case's own, the same as in its full error."""
+    case = CASES["fp4-truncf-sm90a"]
+    out = tmp_path / "report.md"
+    assert cli.main(["report", case.name, "--arch", "sm_90a", "-o", str(out)]) == 0
+    text = out.read_text()
+    flat = " ".join(text.split())
+    assert "## Expected behaviour" in text and "sm_90a has no FP4 convert" in text
+    assert "does not reproduce" not in text
+    for version in case.recorded:
+        row = next(line for line in text.splitlines() if line.startswith(f"| {version} |"))
+        for arch in ("sm_90a", "sm_80"):
+            cell = case.recorded_cell(version, arch)
+            assert cell["status"] in row, (version, arch, row)
+            if cell["status"] in ("changed", "not parsed"):
+                assert " ".join(cell["error"].split()) in flat, (version, arch, cell["error"])
+    error_line = next(line for line in text.splitlines() if line.startswith("**Error**"))
+    assert case.error_for("sm_90a") in error_line
+    full = text.split("## Full error", 1)[1].split("```")[1]
+    assert case.error_for("sm_90a") in full
+
+
+def test_run_table_shows_errors_whole(monkeypatch, capsys):
+    long_error = ("error: \"-\":7:12: 'llvm.fptrunc' op result #0 must be floating point LLVM type or LLVM "
+                  "dialect-compatible vector of floating point LLVM type, but got 'vector<8xi4>' and then some "
+                  "more words to go past any one line")
+    record = {"name": "fp4-truncf-sm90a", "arch": "sm_90a", "status": "changed", "workaround": "ok",
+              "error": "Failure while executing pass pipeline:\n" + long_error}
+    monkeypatch.setattr(cli, "run_cases", lambda *a, **k: [record])
+    assert cli.main(["run", "fp4-truncf-sm90a", "--arch", "sm_90a"]) == 0
+    out = capsys.readouterr().out
+    shown = out.split("now fails with:", 1)[1]
+    assert " ".join(shown.split()) == " ".join(long_error[len("error: "):].split())  # every word, none cut
+    assert all(len(line) <= 100 for line in out.splitlines())
+
+
+@pytest.mark.skipif(not HOST_CASES_APPLY, reason="the host LLVM abort needs an AVX512-BF16 CPU")
+def test_host_case_aborts_in_the_worker_not_here():
+    """The host-stage reproducer kills its worker process (LLVM ERROR) at -O2/-O3 and compiles
+    at -O0; lowering-repro reports both, and survives."""
+    case = CASES["host-bf16-add-compare-avx512bf16"]
+    aborting, compiling = run_cases([case], None, opt_level=3) + run_cases([case], None, opt_level=0)
+    assert aborting["arch"] == "host" and aborting["status"] == "reproduces", aborting
+    assert "LLVM ERROR:  Error: unsupported operation" in aborting["error"]
+    assert compiling["status"] == "fixed", compiling

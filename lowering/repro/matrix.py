@@ -171,6 +171,9 @@ def render(measured: dict, output: str, update_cases: bool = True) -> None:
     lines += ["Our passes (the `lowering` package, hence the workaround column) ran on: "
               + (", ".join(ran) or "none") + "; not on: "
               + ("; ".join(f"{', '.join(vs)} ({code_span(reason)})" for reason, vs in why.items()) or "none") + "."]
+    if any("add(): incompatible function arguments" in reason for reason in why):
+        lines.append("(Before 4.6 the bindings' `PassManager.add` takes a pipeline string only, not a"
+                     " Python-defined pass, so our passes cannot run there: the workaround is not measured.)")
     deps = {measured[v].get("deps") for v in ran} - {None}
     if deps:
         lines.append("Our package's own dependencies (numpy) came from a folder on PYTHONPATH (`--deps`),"

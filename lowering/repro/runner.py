@@ -50,11 +50,14 @@ def error_summary(text: str) -> str:
     for line in lines:
         if "LLVM ERROR" in line:
             return line
-    for line in lines:
-        low = line.lower()
-        if "error" in low and "failure while executing pass pipeline" not in low and not low.startswith("note:"):
-            return line[len("error: "):] if line.startswith("error: ") else line
-    return lines[0] if lines else ""
+    errors = [line for line in lines if "error" in line.lower() and "failure while executing pass pipeline"
+              not in line.lower() and not line.lower().startswith("note:")]
+    # A line ending in ':' introduces the error ("parse error: Unable to parse module assembly:"):
+    # the next error line says what it is.
+    said = next((line for line in errors if not line.endswith(":")), errors[0] if errors else None)
+    if said is None:
+        return lines[0] if lines else ""
+    return said[len("error: "):] if said.startswith("error: ") else said
 
 
 def run_cases(cases: list["Case"], archs: list[str] | None, opt_level: int = 3, python: str | None = None,
