@@ -160,8 +160,10 @@ def test_lowering_repro_rejects_an_unknown_arch():
 
 
 def test_kernels_reject_an_unknown_arch_and_take_every_known_one():
-    from kernels import nvfp4
+    from kernels import fmha, nvfp4
 
     with pytest.raises(UnknownTarget, match="unknown target 'sm_999'"):
-        nvfp4.compile_quantize("bfloat16", "sm_999")
+        nvfp4.compile_quantize("bfloat16", "sm_999")  # was CuTeDSL's bare KeyError: 'sm_999'
+    with pytest.raises(UnknownTarget, match="unknown target 'sm_999'"):
+        fmha.compile_attention("bfloat16", 64, arch="sm_999")
     nvfp4.compile_quantize("bfloat16", "sm_100")  # issue 12: failed in ptxas (cvt .e2m1x2 on sm_100)
