@@ -10,6 +10,9 @@ The rule, also written for authors at the top of README's first code-bearing sec
   skipped without one;
 - `<!-- readme-test: skip REASON -->`: not run, and the reason says why (a fresh-venv
   install, the test suite itself); use it only where running is impossible here;
+- `<!-- readme-test: cutedsl 4.8 -->`: what it shows holds for those CuTeDSL releases
+  only (a reproducer's error text); skipped with another installed release (CI also
+  runs the suite with the lowest supported one);
 - any other block (output, a command synopsis with placeholders) is tagged something
   else (`text`, or no tag) and is not run.
 
@@ -31,7 +34,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 RUN_LANGUAGES = {"sh": ["bash", "-e"], "python": [sys.executable]}
-MARKER = re.compile(r"<!--\s*readme-test:\s*(gpu|skip)\b\s*(.*?)\s*-->")
+MARKER = re.compile(r"<!--\s*readme-test:\s*(gpu|skip|cutedsl)\b\s*(.*?)\s*-->")
 FENCE = re.compile(r"^(`{3,})(\S*)\s*$")
 TIMEOUT_S = 600
 
@@ -41,8 +44,8 @@ class Block:
     line: int  # 1-based line of the opening fence
     language: str
     text: str
-    marker: str | None  # "gpu", "skip" or None
-    reason: str
+    marker: str | None  # "gpu", "skip", "cutedsl" or None
+    reason: str  # what follows the marker: skip's reason, cutedsl's release prefix
 
     @property
     def id(self) -> str:
@@ -67,6 +70,17 @@ def readme_blocks(text: str) -> list[Block]:
                             marker.group(1) if marker else None, marker.group(2) if marker else ""))
         i = j + 1
     return blocks
+
+
+def cutedsl_version() -> str:
+    import importlib.metadata
+
+    return importlib.metadata.version("nvidia-cutlass-dsl")
+
+
+def _release_matches(prefix: str) -> bool:
+    version = cutedsl_version()
+    return version == prefix or version.startswith(prefix.rstrip(".") + ".")
 
 
 def has_gpu() -> bool:
@@ -103,11 +117,12 @@ BLOCKS = [b for b in readme_blocks(README.read_text(encoding="utf-8")) if b.lang
 def test_the_rule_finds_blocks_and_markers():
     """The extraction itself, on a known text (so the test cannot pass by finding nothing)."""
     text = ("# t\n```sh\necho one\n```\n<!-- readme-test: gpu -->\n```python\nprint(2)\n```\n"
-            "<!-- readme-test: skip installs a venv -->\n````sh\npip install x\n````\n```\nout\n```\n")
+            "<!-- readme-test: skip installs a venv -->\n````sh\npip install x\n````\n```\nout\n```\n"
+            "<!-- readme-test: cutedsl 4.8 -->\n```sh\nx\n```\n")
     found = readme_blocks(text)
     assert [(b.line, b.language, b.marker) for b in found] == [
-        (2, "sh", None), (6, "python", "gpu"), (10, "sh", "skip"), (13, "", None)]
-    assert found[0].text == "echo one\n" and found[2].reason == "installs a venv"
+        (2, "sh", None), (6, "python", "gpu"), (10, "sh", "skip"), (13, "", None), (17, "sh", "cutedsl")]
+    assert found[0].text == "echo one\n" and found[2].reason == "installs a venv" and found[4].reason == "4.8"
     assert len(BLOCKS) >= 5, "README.md has fewer runnable blocks than it had when this test was written"
 
 
@@ -117,6 +132,8 @@ def test_readme_block_runs(block: Block, tmp_path: Path):
         pytest.skip(f"README.md:{block.line}: {block.reason or 'marked skip'}")
     if block.marker == "gpu" and not has_gpu():
         pytest.skip(f"README.md:{block.line}: needs a CUDA GPU")
+    if block.marker == "cutedsl" and not _release_matches(block.reason):
+        pytest.skip(f"README.md:{block.line}: shows CuTeDSL {block.reason}'s behaviour, this is {cutedsl_version()}")
     work = repository_copy(tmp_path / "repo")
     script = work / f".readme-block-{block.line}"
     script.write_text(block.text, encoding="utf-8")
