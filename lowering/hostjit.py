@@ -40,8 +40,13 @@ Error: unsupported operation`) when it JIT-compiles bf16 arithmetic feeding a bf
 compare at -O1 and above on an x86-64 CPU with AVX512-BF16
 (reproducers/host-bf16-add-compare-avx512bf16). Widening the bf16 ops to f32 in MLIR
 does not avoid it: LLVM's InstCombine narrows `fptrunc(fadd(fpext, fpext))` and
-`fcmp(fpext, fpext)` back to bf16. -O0 compiles it, so any module holding a bf16
-value is JIT-compiled at -O0 (`HostKernel.opt_level` says which level was used).
+`fcmp(fpext, fpext)` back to bf16. -O0 compiles it, so a module with bf16 float
+arithmetic or compares, or with float arithmetic truncated to bf16 (what InstCombine
+narrows), is JIT-compiled at -O0 (`HostKernel.opt_level` says which level was used).
+Not all bf16: the same LLVM's f32 -> bf16 `fptrunc` flushes f32 denormal inputs to
+zero at every level (2^-127 gives 0x0000, not 0x0040: AVX512-BF16's VCVTNEPS2BF16
+treats denormal inputs as zero), and only constant folding at -O1+ gets such results
+right, so conversions to bf16 keep the requested level.
 """
 
 from __future__ import annotations
@@ -359,7 +364,7 @@ def compile_function(func_text: str, src_type: str, dst_type: str, body_pipeline
         if foreign:
             raise HostJitError(f"ops left after lowering to LLVM, the host cannot run them: {', '.join(foreign)}")
         lowered = str(module)
-        if _holds_bf16(module):
+        if _has_bf16_arithmetic(module):
             opt_level = 0  # the bundled LLVM aborts on bf16 arithmetic + compare at -O1+ (module docstring)
         try:
             engine = _execution_engine()(module, opt_level=opt_level)
@@ -368,11 +373,24 @@ def compile_function(func_text: str, src_type: str, dst_type: str, body_pipeline
     return HostKernel(text, lowered, engine, src, dst, width, _numpy_dtype(dst, signed_result), rewritten, opt_level)
 
 
-def _holds_bf16(module: ir.Module) -> bool:
-    """Whether any op of the module takes or makes a bf16 value (scalar or vector)."""
-    return any(
-        "bf16" in str(value.type) for op in _all_ops(module) for value in (*op.operands, *op.results)
-    )
+_FLOAT_ARITHMETIC = ("llvm.fadd", "llvm.fsub", "llvm.fmul", "llvm.fdiv", "llvm.frem", "llvm.fneg", "llvm.fcmp")
+
+
+def _is_float_arithmetic(op) -> bool:
+    return op.name in _FLOAT_ARITHMETIC or op.name.startswith("llvm.intr.")
+
+
+def _has_bf16_arithmetic(module: ir.Module) -> bool:
+    """Whether the LLVM-dialect module computes on bf16: arithmetic or a compare with a bf16
+    operand, or an fptrunc to bf16 of arithmetic (which InstCombine would narrow to bf16)."""
+    for op in _all_ops(module):
+        if _is_float_arithmetic(op) and any("bf16" in str(v.type) for v in op.operands):
+            return True
+        if op.name == "llvm.fptrunc" and "bf16" in str(op.results[0].type):
+            source = op.operands[0].owner  # the defining op, or a Block for a block argument
+            if not isinstance(source, ir.Block) and _is_float_arithmetic(source):
+                return True
+    return False
 
 
 def _all_ops(module: ir.Module) -> list:

@@ -67,10 +67,43 @@ def test_bf16_vector_add_feeding_compare_runs_and_is_exact():
     assert "opt_level 0" in run.stdout
 
 
-def test_modules_without_bf16_keep_their_opt_level():
+_WIDENED = textwrap.dedent(
+    """
+    from lowering.hostjit import compile_function
+    text = '''func.func @convert(%x: bf16) -> i16 {
+      %m1 = arith.constant -1.0 : f32
+      %zero = arith.constant 0 : i16
+      %minus = arith.constant -1 : i16
+      %w = arith.extf %x : bf16 to f32
+      %s = arith.addf %w, %w : f32
+      %a = arith.truncf %s : f32 to bf16
+      %aw = arith.extf %a : bf16 to f32
+      %c = arith.cmpf ogt, %aw, %m1 : f32
+      %r = arith.select %c, %zero, %minus : i16
+      return %r : i16
+    }'''
+    kernel = compile_function(text, "bf16", "i16", forbid=None)
+    print("opt_level", kernel.opt_level)
+    """
+)
+
+
+def test_bf16_widened_to_f32_by_hand_still_runs():
+    """The same computation written in f32 between bf16 conversions: at -O2 LLVM's
+    InstCombine narrows it back to bf16 and the abort returns, so it runs at -O0 too."""
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    run = subprocess.run([sys.executable, "-c", _WIDENED], capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, f"status {run.returncode}: {run.stderr[-2000:]}"
+    assert "opt_level 0" in run.stdout
+
+
+def test_modules_without_bf16_arithmetic_keep_their_opt_level():
     from lowering.hostjit import host_conversion
 
     assert host_conversion("f32", "f8E4M3FN", "builtin.module(truncf-to-select)").opt_level == 3
+    # Conversions to bf16 alone keep it: at -O0 the host f32 -> bf16 truncation flushes f32
+    # denormals (2^-127 -> 0x0000), and -O1+ constant folding gets E8M0 code 0 -> 0x0040 right.
+    assert host_conversion("f8E8M0FNU", "bf16", "builtin.module(extf-to-select)").opt_level == 3
 
 
 _CUTEDSL_HOST_PATH = textwrap.dedent(
