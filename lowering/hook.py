@@ -329,7 +329,11 @@ def _arch_of(owner) -> str:
 
 
 def _dump(directory: str, function_name: str, arch: str, stage: str, module) -> None:
-    os.makedirs(directory, exist_ok=True)
+    from lowering.files import FileWriteError, write_text
+
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", function_name)[:150]
-    with open(os.path.join(directory, f"{safe}.{arch}.{stage}.mlir"), "w", encoding="utf-8") as f:
-        f.write(str(module))
+    try:
+        os.makedirs(directory, exist_ok=True)
+        write_text(os.path.join(directory, f"{safe}.{arch}.{stage}.mlir"), str(module))
+    except (OSError, FileWriteError) as e:  # the user's setting, not a bug of the DSL or ours
+        raise PreloweringError([Diagnostic("error", f"{ENV_DUMP}={directory}: {e}")]) from None

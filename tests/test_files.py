@@ -62,3 +62,23 @@ def test_check_writable(tmp_path):
         files.check_writable(str(tmp_path / "missing" / "x.mlir"))
     with pytest.raises(files.FileWriteError, match="Is a directory"):
         files.check_writable(str(tmp_path))
+
+
+def test_a_dump_directory_that_cannot_be_written_is_the_users_error(tmp_path, monkeypatch):
+    """CUTE_LOWERING_DUMP naming a place that cannot be a directory: our PreloweringError
+    naming the setting, not CuTeDSL's "a bug in the DSL" around an OSError."""
+    import cutlass.cute as cute
+    from cute_kernels import CASES
+
+    import lowering
+    from lowering.hook import PreloweringError
+
+    launcher, arguments = CASES["to_int32"]
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("CUTE_LOWERING_DUMP", str(blocker / "dumps"))
+    with pytest.raises(Exception) as caught:
+        with lowering.prelowering():
+            cute.compile(launcher, *arguments(), options="--gpu-arch sm_90a")
+    assert isinstance(caught.value, PreloweringError), repr(caught.value)
+    assert f"CUTE_LOWERING_DUMP={blocker / 'dumps'}: " in str(caught.value)
