@@ -46,7 +46,8 @@ from lowering.targets import check_target
 THREADS = 256  # threads per CTA
 BLOCKS_PER_THREAD = 4  # 16-element blocks each thread quantizes (loads issued together)
 DEQ_BLOCKS_PER_THREAD = 2  # the same for dequantize
-AMAX_BLOCKS_PER_THREAD = 8  # the same for the global amax (one atomic per CTA)
+AMAX_BLOCKS_PER_THREAD = 8  # the same for the global amax
+AMAX_CTAS = THREADS  # the amax grid's cap (CTAs loop over tiles): its partial maxima fit one per quantize thread
 BLOCK = 16  # elements per E4M3 scale (NVFP4)
 
 F32 = cutlass.Float32
@@ -144,12 +145,14 @@ GLOBAL_SCALE_NUMERATOR = 448.0 * 6.0  # E4M3 max * E2M1 max: the global scale is
 
 
 def _make_quantize(variant: str, per_thread: int, scale_from_amax: bool = False):
-    """The quantize kernel; with `scale_from_amax`, `g` holds amax(|x|) and the kernel derives the global scale.
+    """The quantize kernel; with `scale_from_amax`, `g` holds the amax kernel's partial maxima and the kernel derives the global scale.
 
-    That variant computes 448*6/amax (1 when amax is 0; IEEE division, as the torch
-    formula in `compute_global_scale`) in every thread and CTA 0's thread 0 writes it
-    to `g_out`: quantize with the global scale computed is then amax + quantize, two
-    launches, instead of amax, five small torch ops and quantize.
+    That variant reduces the partials (`amax_ctas(n)` of them, one per thread: every
+    CTA needs the global scale, and max is exact in any order), computes 448*6/amax (1
+    when amax is 0; IEEE division, as the torch formula in `compute_global_scale`) and
+    CTA 0's thread 0 writes it to `g_out`: quantize with the global scale computed is
+    then amax + quantize, two launches into uninitialised buffers (no fill, no atomics),
+    instead of amax, five small torch ops and quantize.
     """
     to_e2m1 = e2m1_fptosi if variant == "fptosi" else e2m1_plain
     step = THREADS * per_thread
@@ -164,13 +167,17 @@ def _make_quantize(variant: str, per_thread: int, scale_from_amax: bool = False)
         tidx, _, _ = cute.arch.thread_idx()
         bidx, _, _ = cute.arch.block_idx()
         first = bidx * step + tidx
-        gs = g[0]
         if cutlass.const_expr(scale_from_amax):
-            amax = gs
+            partial = F32(0.0)
+            if tidx < cute.size(g):
+                partial = g[tidx]
+            amax = _cta_max(partial, tidx)
             gs = cutlass.select_(amax > F32(0.0), F32(GLOBAL_SCALE_NUMERATOR) / amax, F32(1.0))
             if bidx == 0:
                 if tidx == 0:
                     g_out[0] = gs
+        else:
+            gs = g[0]
         inv_gs = F32(1.0) / gs
         if bidx * step + step <= blocks:
             # whole tile in range: load every block first, then compute and store
@@ -202,7 +209,7 @@ def _make_quantize(variant: str, per_thread: int, scale_from_amax: bool = False)
     ):
         blocks = n // BLOCK
         grid = (blocks + step - 1) // step
-        quantize_kernel(*_flat_tensors((x, n), (q, n // 8), (s, blocks), (amax, 1), (g_out, 1))).launch(
+        quantize_kernel(*_flat_tensors((x, n), (q, n // 8), (s, blocks), (amax, amax_ctas(n)), (g_out, 1))).launch(
             grid=(grid, 1, 1), block=(THREADS, 1, 1), stream=stream
         )
 
@@ -239,14 +246,37 @@ def _make_dequantize(out_type):
     return dequantize
 
 
-def _make_amax():
-    """max |x| over the finite elements (NaN and ±inf skipped), into a f32 that starts at 0.
+def amax_ctas(n):
+    """CTAs of the amax kernel for n elements (an int, or an Int32 while tracing): one per tile, at most AMAX_CTAS."""
+    tiles = (n // BLOCK + THREADS * AMAX_BLOCKS_PER_THREAD - 1) // (THREADS * AMAX_BLOCKS_PER_THREAD)
+    return cutlass.min(tiles, AMAX_CTAS) if isinstance(tiles, cutlass.Numeric) else min(tiles, AMAX_CTAS)
 
-    Each CTA reduces its blocks in registers, then across its warps by shuffles and
-    shared memory, and adds one `atomic_fmax` to the result: one read of x in all.
+
+@cute.jit  # traced inline where a kernel calls it (its branches staged)
+def _cta_max(value: F32, tidx: cutlass.Int32) -> F32:
+    """max of `value` over the CTA's THREADS threads, in every thread (shuffles, then shared memory)."""
+    warps = THREADS // 32
+    value = cute.arch.warp_reduction_max(value)
+    per_warp = cutlass.memory.SmemAllocator().allocate_tensor(F32, cute.make_layout((warps,)), byte_alignment=16)
+    if tidx % 32 == 0:
+        per_warp[tidx // 32] = value
+    cute.arch.barrier()
+    best = per_warp[0]
+    for w in cutlass.range_constexpr(1, warps):
+        best = cute.arch.fmax(best, per_warp[w])
+    return best
+
+
+def _make_amax(partials: bool = False):
+    """max |x| over the finite elements (NaN and ±inf skipped): one read of x.
+
+    A grid of `amax_ctas(n)` CTAs; CTA c reduces tiles c, c + grid, ... in registers, then
+    across its threads. With `partials` CTA c stores its maximum (0 if none) to out[c], a
+    buffer of `amax_ctas(n)` f32 that needs no initialisation (the scale-from-amax
+    quantize build reduces it); otherwise it adds one `atomic_fmax` to out[0], which
+    starts at 0.
     """
     step = THREADS * AMAX_BLOCKS_PER_THREAD
-    warps = THREADS // 32
 
     @cute.kernel
     def amax_kernel(x: cute.Tensor, out: cute.Tensor):
@@ -254,30 +284,29 @@ def _make_amax():
         blocks = cute.size(xb, mode=[1])
         tidx, _, _ = cute.arch.thread_idx()
         bidx, _, _ = cute.arch.block_idx()
+        grid, _, _ = cute.arch.grid_dim()
         best = F32(0.0)
-        for i in cutlass.range_constexpr(AMAX_BLOCKS_PER_THREAD):
-            b = bidx * step + i * THREADS + tidx
-            if b < blocks:
-                v = abs(xb[(None, b)].load().to(F32))
-                for j in cutlass.range_constexpr(BLOCK):
-                    # finite only: NaN and inf fail the compare
-                    best = cute.arch.fmax(best, cutlass.select_(v[j] < F32.inf, v[j], F32(0.0)))
-        best = cute.arch.warp_reduction_max(best)
-        smem = cutlass.memory.SmemAllocator()
-        per_warp = smem.allocate_tensor(F32, cute.make_layout((warps,)), byte_alignment=16)
-        if tidx % 32 == 0:
-            per_warp[tidx // 32] = best
-        cute.arch.barrier()
+        for tile in cutlass.range(bidx, (blocks + step - 1) // step, grid):
+            for i in cutlass.range_constexpr(AMAX_BLOCKS_PER_THREAD):
+                b = tile * step + i * THREADS + tidx
+                if b < blocks:
+                    v = abs(xb[(None, b)].load().to(F32))
+                    for j in cutlass.range_constexpr(BLOCK):
+                        # finite only: NaN and inf fail the compare
+                        best = cute.arch.fmax(best, cutlass.select_(v[j] < F32.inf, v[j], F32(0.0)))
+        best = _cta_max(best, tidx)
         if tidx == 0:
-            for w in cutlass.range_constexpr(1, warps):
-                best = cute.arch.fmax(best, per_warp[w])
-            cute.arch.atomic_fmax(out.iterator, best, sign_bit=False)
+            if cutlass.const_expr(partials):
+                out[bidx] = best
+            else:
+                cute.arch.atomic_fmax(out.iterator, best, sign_bit=False)
 
     @cute.jit
     def amax(x: cute.Pointer, out: cute.Pointer, n: cutlass.Int32, stream: cuda.CUstream):
-        blocks = n // BLOCK
-        grid = (blocks + step - 1) // step
-        amax_kernel(*_flat_tensors((x, n), (out, 1))).launch(grid=(grid, 1, 1), block=(THREADS, 1, 1), stream=stream)
+        grid = amax_ctas(n)
+        amax_kernel(*_flat_tensors((x, n), (out, grid if cutlass.const_expr(partials) else 1))).launch(
+            grid=(grid, 1, 1), block=(THREADS, 1, 1), stream=stream
+        )
 
     return amax
 
@@ -348,8 +377,9 @@ def compile_quantize(
 
     `variant`: "plain" (`.to(Float4E2M1FN)`) or "fptosi" (the comparison build).
     `per_thread`: 16-element blocks per thread (the tuning knob, overridable for
-    measurements). `scale_from_amax`: the build that takes amax(|x|) and writes the
-    global scale it derives (arguments x, q, s, amax, global_scale_out, n, stream).
+    measurements). `scale_from_amax`: the build that takes the partial maxima of
+    `compile_amax(..., partials=True)` and writes the global scale it derives (arguments
+    x, q, s, partials, global_scale_out, n, stream).
     `tvm_ffi`: the TVM-FFI calling convention (see TVM_FFI_OPTION). Works without a
     GPU for any arch.
     """
@@ -364,12 +394,17 @@ def compile_quantize(
 
 
 @functools.cache
-def compile_amax(in_dtype: str = "bfloat16", arch: str = "sm_90a", *, tvm_ffi: bool = False):
-    """The compiled global-amax kernel (finite elements) for `in_dtype` and `arch`."""
+def compile_amax(in_dtype: str = "bfloat16", arch: str = "sm_90a", *, tvm_ffi: bool = False, partials: bool = False):
+    """The compiled global-amax kernel (finite elements) for `in_dtype` and `arch`.
+
+    Arguments x, out, n, stream. `partials`: out is `amax_ctas(n)` uninitialised f32 that
+    get the per-CTA maxima (what `compile_quantize(..., scale_from_amax=True)` takes);
+    otherwise out is one f32, zeroed by the caller, that gets the maximum.
+    """
     if in_dtype not in INPUT_TYPES:
         raise ValueError(f"input dtype must be one of {sorted(INPUT_TYPES)}, not {in_dtype!r}")
     pointers = (_values_pointer(INPUT_TYPES[in_dtype], _TRACE_ADDRESS), _f32_pointer(_TRACE_ADDRESS))
-    return _build(_make_amax(), pointers, arch, "auto", tvm_ffi)
+    return _build(_make_amax(partials), pointers, arch, "auto", tvm_ffi)
 
 
 @functools.cache

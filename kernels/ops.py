@@ -128,13 +128,13 @@ def _quantize_launch(x, variant: str, scale_from_amax: bool):
     return _launcher(key, lambda: nvfp4.compile_quantize(VALUE_DTYPES[x.dtype], arch, variant, tvm_ffi=True, scale_from_amax=scale_from_amax))
 
 
-def _amax_launch(x):
-    key = ("amax", x.dtype, x.get_device())
+def _amax_launch(x, partials: bool = False):
+    key = ("amax", x.dtype, x.get_device(), partials)
     entry = _LAUNCHERS.get(key)
     if entry is not None:
         return entry[0]
     arch = _arch(x.get_device())
-    return _launcher(key, lambda: nvfp4.compile_amax(VALUE_DTYPES[x.dtype], arch, tvm_ffi=True))
+    return _launcher(key, lambda: nvfp4.compile_amax(VALUE_DTYPES[x.dtype], arch, tvm_ffi=True, partials=partials))
 
 
 def quantize_impl(x: Tensor, global_scale: Tensor, variant: str = "plain") -> tuple[Tensor, Tensor]:
@@ -155,8 +155,9 @@ def quantize_impl(x: Tensor, global_scale: Tensor, variant: str = "plain") -> tu
 def quantize_computing_scale_impl(x: Tensor, variant: str = "plain") -> tuple[Tensor, Tensor, Tensor]:
     """x [M, K] -> (packed, scales, global scale f32 0-d = 448*6/amax(|x|) over the finite values, 1 if 0).
 
-    Two launches: the amax kernel, then the quantize build that derives the global scale
-    from the amax and writes it out (no torch ops in between).
+    Two launches: the amax kernel writes per-CTA partial maxima into an uninitialised
+    buffer, then the quantize build reduces them in every CTA, derives the global scale
+    and writes it out (no torch ops in between, no zero fill: allocations only).
     """
     if not _quantize_ok(x, None, variant):
         nvfp4.check_quantize_input(x, None, variant)
@@ -165,16 +166,14 @@ def quantize_computing_scale_impl(x: Tensor, variant: str = "plain") -> tuple[Te
     scales = x.new_empty((m, k // _BLOCK), dtype=_U8)
     if not m * k:
         return packed, scales, x.new_ones((), dtype=_F32)
-    # [global scale, amax (the atomics start from 0)]: one allocation, addressed by pointer
-    # arithmetic (an index would be a view per element); the op returns element 0
-    scale_and_amax = x.new_zeros((2,), dtype=_F32)
-    scale_ptr = scale_and_amax.data_ptr()
-    amax_ptr = scale_ptr + 4
+    global_scale = x.new_empty((), dtype=_F32)
+    partials = x.new_empty((nvfp4.amax_ctas(m * k),), dtype=_F32)  # every element written by the amax kernel
+    partials_ptr = partials.data_ptr()
     x_ptr = x.data_ptr()
     stream = _stream(x.get_device())
-    _amax_launch(x)(x_ptr, amax_ptr, m * k, stream)
-    _quantize_launch(x, variant, True)(x_ptr, packed.data_ptr(), scales.data_ptr(), amax_ptr, scale_ptr, m * k, stream)
-    return packed, scales, scale_and_amax[0]
+    _amax_launch(x, partials=True)(x_ptr, partials_ptr, m * k, stream)
+    _quantize_launch(x, variant, True)(x_ptr, packed.data_ptr(), scales.data_ptr(), partials_ptr, global_scale.data_ptr(), m * k, stream)
+    return packed, scales, global_scale
 
 
 def dequantize_impl(packed: Tensor, scales: Tensor, global_scale: Tensor, dtype: torch.dtype) -> Tensor:

@@ -173,6 +173,47 @@ def test_amax_compiles(arch, dtype):
     from kernels import nvfp4
 
     nvfp4.compile_amax(dtype, arch)
+    nvfp4.compile_amax(dtype, arch, partials=True)
+
+
+def test_amax_grid_is_capped_and_covers_every_block():
+    from kernels import nvfp4
+
+    tile = nvfp4.THREADS * nvfp4.AMAX_BLOCKS_PER_THREAD * nvfp4.BLOCK  # elements per CTA per loop round
+    assert nvfp4.AMAX_CTAS <= nvfp4.THREADS  # the quantize kernel reduces one partial per thread
+    for n in (16, tile - 16, tile, tile + 16, 16 * 7168, nvfp4.AMAX_CTAS * tile, nvfp4.AMAX_CTAS * tile + 16, 2**31 - 16):
+        ctas = nvfp4.amax_ctas(n)
+        assert 1 <= ctas <= nvfp4.AMAX_CTAS, n
+        assert ctas == min(-(-n // tile), nvfp4.AMAX_CTAS), n  # one tile per CTA until the cap, then loops
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+def test_scale_from_partials_ptx(arch, tmp_path, monkeypatch):
+    """The global scale is 2688 / amax with IEEE division (div.rn.f32, not an approximate
+    reciprocal), the partial maxima are reduced without atomics, and the partial amax
+    kernel stores them with plain stores."""
+    import cutlass
+    import cutlass.cute as cute
+
+    import lowering
+    from kernels import nvfp4
+
+    monkeypatch.chdir(tmp_path)  # --keep-ptx also writes the PTX to the working directory
+    f32 = nvfp4._f32_pointer(256)
+
+    def ptx(fn, pointers):  # the builds of compile_quantize/compile_amax, with the PTX kept
+        with lowering.prelowering("auto"):
+            return cute.compile(fn, *pointers, cutlass.Int32(16), nvfp4._stream_arg(), options=f"--gpu-arch {arch} --keep-ptx").__ptx__
+
+    values = nvfp4._values_pointer(nvfp4.INPUT_TYPES["bfloat16"], 256)
+    quantize = ptx(nvfp4._make_quantize("plain", nvfp4.BLOCKS_PER_THREAD, True), nvfp4._pointer_args(nvfp4.INPUT_TYPES["bfloat16"], *[256] * 4) + (f32,))
+    amax = ptx(nvfp4._make_amax(partials=True), (values, f32))
+    assert "0f45280000" in quantize  # 2688.0
+    assert len([line for line in quantize.splitlines() if "div.rn.f32" in line]) == 1
+    assert "div.approx" not in quantize and "div.full" not in quantize
+    for kernel in (quantize, amax):
+        assert not [line for line in kernel.splitlines() if line.strip().startswith(("atom.", "red."))]
+    assert "%nctaid.x" in amax  # the loop over tiles strides by the grid
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (5, 3), (128, 4), (130, 5), (256, 8), (300, 448)])
@@ -376,6 +417,42 @@ def test_tile_epilogue_matches_quantize(dtype, d, swizzled, m):
     torch.cuda.synchronize()
     assert torch.equal(got_q, want_q)
     assert torch.equal(got_s, want_s.view(torch.uint8))
+
+
+# --- quantize with the global scale computed: partial maxima reduced by the quantize kernel ----------
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize("case", ["random", "specials", "zeros", "tail", "last_block", "looping_grid", "all_nonfinite"])
+def test_quantize_computed_scale_matches_torch(dtype, case):
+    """The global scale from the partials is the torch formula bit for bit, and packed/scales equal quantize with it given."""
+    torch = _cuda()
+    from kernels import nvfp4
+
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    # looping_grid: 2^24 elements = 512 amax tiles over AMAX_CTAS = 256 CTAs, each CTA reduces two
+    shape = {"tail": (3, 48), "last_block": (64, 4096), "looping_grid": (4096, 4096)}.get(case, (1000, 1024))
+    x = (torch.randn(shape, generator=gen, device="cuda") * 5).to(getattr(torch, dtype))
+    if case == "specials":  # NaN and inf are skipped; the largest finite value wins
+        x.view(-1)[::97] = float("nan")
+        x.view(-1)[5::101] = float("inf")
+        x.view(-1)[7::103] = -float("inf")
+        x.view(-1)[123] = -300.0
+    elif case == "zeros":
+        x.zero_()
+    elif case in ("last_block", "looping_grid"):
+        x.view(-1)[-1] = -1000.0  # in the last block, of a CTA's second tile for looping_grid
+    elif case == "all_nonfinite":
+        x.view(-1)[::2] = float("nan")
+        x.view(-1)[1::2] = float("inf")
+    packed, scales, gs = nvfp4.quantize(x)
+    a = x.float().abs()
+    amax = torch.where(torch.isfinite(a), a, torch.zeros((), device="cuda")).amax()
+    want = torch.where(amax > 0, torch.full_like(amax, 2688.0) / amax, torch.ones_like(amax))  # IEEE division
+    assert gs.shape == () and gs.dtype == torch.float32
+    assert gs.item() == want.item(), (case, gs.item(), want.item())
+    want_packed, want_scales, _ = nvfp4.quantize(x, want)
+    assert torch.equal(packed, want_packed)
+    assert torch.equal(scales.view(torch.uint8), want_scales.view(torch.uint8))
 
 
 # --- the global scale: one amax kernel, against torch's ops ----------------------------------------
