@@ -58,6 +58,7 @@ from cutlass._mlir.dialects import arith
 
 import lowering
 from kernels import fmha_sm90, nvfp4
+from kernels.cutedsl_compat import SmemAllocator
 from kernels.attention_parts import LN2, LOG2E, finish_row, fmax, nvfp4_outputs, quad_allreduce, store_nvfp4
 from kernels.torch_device import arch_of, torch_module
 
@@ -297,7 +298,7 @@ class _Fmha:
         gK = cute.local_tile(mK[batch, None, kv_head, None], (BLOCK_N, d), (None, 0))
         gV = cute.local_tile(mV[batch, None, kv_head, None], (BLOCK_N, d), (None, 0))
 
-        smem = cutlass.memory.SmemAllocator()
+        smem = SmemAllocator()
         storage = smem.allocate(Smem)
         sQ = storage.q.get_tensor(sQ_layout)
         sK = storage.k.get_tensor(sKV_layout)

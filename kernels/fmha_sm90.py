@@ -48,14 +48,11 @@ import cutlass.pipeline as pipeline
 import cutlass.utils.hopper_helpers as sm90
 from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.cute.runtime import make_ptr
-try:
-    from cutlass.tensor_utils import LayoutEnum
-except ImportError:  # CuTeDSL < 4.8 has it in cutlass.utils only
-    from cutlass.utils import LayoutEnum
 
 import lowering
 from kernels import nvfp4
 from kernels.attention_parts import LN2, finish_row, fmax, nvfp4_outputs, quad_allreduce, store_nvfp4
+from kernels.cutedsl_compat import LayoutEnum, SmemAllocator
 
 # --- tuning knobs ---------------------------------------------------------------
 # (query rows per CTA, keys per K/V tile) by head dim and whether a diagonal (causal/window)
@@ -290,7 +287,7 @@ class _FmhaSm90:
         ctas = cute.arch.grid_dim()[0]
 
         # --- shared memory and the load pipelines ---------------------------------------
-        smem = cutlass.memory.SmemAllocator()
+        smem = SmemAllocator()
         storage = smem.allocate(Smem)
         sQ = storage.q.get_tensor(sQ_layout.outer, swizzle=sQ_layout.inner)
         sO = storage.o.get_tensor(sQ_layout.outer, swizzle=sQ_layout.inner)

@@ -39,6 +39,7 @@ import cutlass.cute as cute
 from cutlass.cute.runtime import make_ptr
 
 import lowering
+from kernels.cutedsl_compat import SmemAllocator
 from kernels.torch_device import arch_of, torch_module
 from lowering.targets import check_target
 
@@ -257,7 +258,7 @@ def _cta_max(value: F32, tidx: cutlass.Int32) -> F32:
     """max of `value` over the CTA's THREADS threads, in every thread (shuffles, then shared memory)."""
     warps = THREADS // 32
     value = cute.arch.warp_reduction_max(value)
-    per_warp = cutlass.memory.SmemAllocator().allocate_tensor(F32, cute.make_layout((warps,)), byte_alignment=16)
+    per_warp = SmemAllocator().allocate_tensor(F32, cute.make_layout((warps,)), byte_alignment=16)
     if tidx % 32 == 0:
         per_warp[tidx // 32] = value
     cute.arch.barrier()

@@ -38,10 +38,8 @@ import cutlass.utils.hopper_helpers as sm90
 from cutlass import Float32, Int32
 from cutlass.cute.nvgpu import tcgen05, warp, warpgroup
 from cutlass.cute.runtime import make_fake_compact_tensor
-try:
-    from cutlass.tensor_utils import LayoutEnum
-except ImportError:  # CuTeDSL < 4.8 has it in cutlass.utils only
-    from cutlass.utils import LayoutEnum
+
+from kernels.cutedsl_compat import LayoutEnum, SmemAllocator
 
 DST_ELEMENTS = 4096
 FULL_MASK = -1  # 0xFFFFFFFF as the Int32 CuTeDSL's wrappers take
@@ -533,7 +531,7 @@ class _Barriers:
 def _elect_under_lane_lt_16(dst: cute.Tensor, n: Int32):
     tidx, _, _ = cute.arch.thread_idx()
     lane = cute.arch.lane_idx()
-    storage = cutlass.memory.SmemAllocator().allocate(_Barriers)
+    storage = SmemAllocator().allocate(_Barriers)
     if lane < 16:  # <- diverges
         with cute.arch.elect_one():  # <- collective
             cute.arch.mbarrier_init(storage.full.data_ptr(), 1)
@@ -547,7 +545,7 @@ def _elect_under_lane_lt_16(dst: cute.Tensor, n: Int32):
 def _elect_under_warp0_around_mbarriers(dst: cute.Tensor, n: Int32):
     tidx, _, _ = cute.arch.thread_idx()
     warp_idx = cute.arch.warp_idx()
-    storage = cutlass.memory.SmemAllocator().allocate(_Barriers)
+    storage = SmemAllocator().allocate(_Barriers)
     barrier = storage.full.data_ptr()
     if warp_idx == 0:
         with cute.arch.elect_one():
@@ -565,7 +563,7 @@ def _elect_under_warp0_around_mbarriers(dst: cute.Tensor, n: Int32):
 @cute.kernel
 def _mbarriers_by_thread_zero(dst: cute.Tensor, n: Int32):
     tidx, _, _ = cute.arch.thread_idx()
-    storage = cutlass.memory.SmemAllocator().allocate(_Barriers)
+    storage = SmemAllocator().allocate(_Barriers)
     barrier = storage.full.data_ptr()
     if tidx == 0:
         cute.arch.mbarrier_init(barrier, 1)
@@ -594,7 +592,7 @@ class _TileA:
 def _warp_mma_operands(tidx: Int32):
     """The mma.sync tile every warp-MMA case shares: A (64x32) and B (8x32) in shared
     memory, read by ldmatrix into the mma.sync fragments, accumulator 64x8."""
-    storage = cutlass.memory.SmemAllocator().allocate(_TileA)
+    storage = SmemAllocator().allocate(_TileA)
     sA = storage.a.get_tensor(cute.make_layout((TILE_M, TILE_K), stride=(TILE_K, 1)))
     sB = storage.b.get_tensor(cute.make_layout((8, TILE_K), stride=(TILE_K, 1)))
     mma = cute.make_tiled_mma(warp.MmaF16BF16Op(cutlass.Float16, Float32, (16, 8, 16)), (4, 1, 1))
@@ -675,7 +673,7 @@ def _wgmma_operands(tidx: Int32):
     atom = warpgroup.make_smem_layout_atom(sm90.get_smem_layout_atom(LayoutEnum.ROW_MAJOR, cutlass.Float16, WG_K), cutlass.Float16)
     layout_a = cute.tile_to_shape(atom, (WG_M, WG_K), (0, 1))
     layout_b = cute.tile_to_shape(atom, (WG_N, WG_K), (0, 1))
-    storage = cutlass.memory.SmemAllocator().allocate(_WgmmaTiles)
+    storage = SmemAllocator().allocate(_WgmmaTiles)
     sA = storage.a.get_tensor(layout_a.outer, swizzle=layout_a.inner)
     sB = storage.b.get_tensor(layout_b.outer, swizzle=layout_b.inner)
     mma = sm90.make_trivial_tiled_mma(
@@ -787,7 +785,7 @@ def _free_by_warp0(warp_idx: Int32, tmem_ptr, columns):
 def _tmem_round_trip(dst: cute.Tensor, n: Int32):
     tidx, _, _ = cute.arch.thread_idx()
     warp_idx = cute.arch.warp_idx()
-    storage = cutlass.memory.SmemAllocator().allocate(_Barriers)
+    storage = SmemAllocator().allocate(_Barriers)
     _allocate_by_warp0(warp_idx, storage.tmem_slot.ptr, TMEM_COLUMNS)
     tmem_ptr = cute.arch.retrieve_tmem_ptr(Float32, 16, storage.tmem_slot.ptr)
     load, store, tmem_src, tmem_dst, registers, gmem_dst = _tmem_views(tidx, tmem_ptr, dst)
@@ -805,7 +803,7 @@ def _tmem_ld_lane_strided_loop(dst: cute.Tensor, n: Int32):
     tidx, _, _ = cute.arch.thread_idx()
     lane = cute.arch.lane_idx()
     warp_idx = cute.arch.warp_idx()
-    storage = cutlass.memory.SmemAllocator().allocate(_Barriers)
+    storage = SmemAllocator().allocate(_Barriers)
     _allocate_by_warp0(warp_idx, storage.tmem_slot.ptr, TMEM_COLUMNS)
     tmem_ptr = cute.arch.retrieve_tmem_ptr(Float32, 16, storage.tmem_slot.ptr)
     load, store, tmem_src, tmem_dst, registers, gmem_dst = _tmem_views(tidx, tmem_ptr, dst)
@@ -820,7 +818,7 @@ def _tmem_ld_lane_strided_loop(dst: cute.Tensor, n: Int32):
 def _tmem_ld_under_thread0(dst: cute.Tensor, n: Int32):
     tidx, _, _ = cute.arch.thread_idx()
     warp_idx = cute.arch.warp_idx()
-    storage = cutlass.memory.SmemAllocator().allocate(_Barriers)
+    storage = SmemAllocator().allocate(_Barriers)
     _allocate_by_warp0(warp_idx, storage.tmem_slot.ptr, TMEM_COLUMNS)
     tmem_ptr = cute.arch.retrieve_tmem_ptr(Float32, 16, storage.tmem_slot.ptr)
     load, store, tmem_src, tmem_dst, registers, gmem_dst = _tmem_views(tidx, tmem_ptr, dst)
@@ -836,7 +834,7 @@ def _tmem_st_under_lane_lt_16(dst: cute.Tensor, n: Int32):
     tidx, _, _ = cute.arch.thread_idx()
     lane = cute.arch.lane_idx()
     warp_idx = cute.arch.warp_idx()
-    storage = cutlass.memory.SmemAllocator().allocate(_Barriers)
+    storage = SmemAllocator().allocate(_Barriers)
     _allocate_by_warp0(warp_idx, storage.tmem_slot.ptr, TMEM_COLUMNS)
     tmem_ptr = cute.arch.retrieve_tmem_ptr(Float32, 16, storage.tmem_slot.ptr)
     load, store, tmem_src, tmem_dst, registers, gmem_dst = _tmem_views(tidx, tmem_ptr, dst)
@@ -853,7 +851,7 @@ def _tmem_st_under_lane_lt_16(dst: cute.Tensor, n: Int32):
 def _tmem_ld_by_epilogue_warps(dst: cute.Tensor, n: Int32):
     tidx, _, _ = cute.arch.thread_idx()
     warp_idx = cute.arch.warp_idx()
-    storage = cutlass.memory.SmemAllocator().allocate(_Barriers)
+    storage = SmemAllocator().allocate(_Barriers)
     if warp_idx == 4:
         cute.arch.alloc_tmem(TMEM_COLUMNS, storage.tmem_slot.ptr)
     cute.arch.sync_threads()
@@ -875,7 +873,7 @@ def _tmem_ld_by_epilogue_warps(dst: cute.Tensor, n: Int32):
 def _tmem_dealloc_from_smem_slot(dst: cute.Tensor, n: Int32):
     tidx, _, _ = cute.arch.thread_idx()
     warp_idx = cute.arch.warp_idx()
-    storage = cutlass.memory.SmemAllocator().allocate(_Barriers)
+    storage = SmemAllocator().allocate(_Barriers)
     _allocate_by_warp0(warp_idx, storage.tmem_slot.ptr, TMEM_COLUMNS)
     dst[tidx] = Float32(tidx)
     cute.arch.sync_threads()
@@ -891,7 +889,7 @@ def _tmem_dealloc_from_smem_slot(dst: cute.Tensor, n: Int32):
 def _tmem_alloc_16_columns(dst: cute.Tensor, n: Int32):
     tidx, _, _ = cute.arch.thread_idx()
     warp_idx = cute.arch.warp_idx()
-    storage = cutlass.memory.SmemAllocator().allocate(_Barriers)
+    storage = SmemAllocator().allocate(_Barriers)
     columns = Int32(16)
     if warp_idx == 0:
         cute.arch.alloc_tmem(columns, storage.tmem_slot.ptr)  # <- collective
@@ -906,7 +904,7 @@ def _tmem_alloc_16_columns(dst: cute.Tensor, n: Int32):
 def _tmem_alloc_96_columns(dst: cute.Tensor, n: Int32):
     tidx, _, _ = cute.arch.thread_idx()
     warp_idx = cute.arch.warp_idx()
-    storage = cutlass.memory.SmemAllocator().allocate(_Barriers)
+    storage = SmemAllocator().allocate(_Barriers)
     columns = Int32(3) * TMEM_COLUMNS
     if warp_idx == 0:
         cute.arch.alloc_tmem(columns, storage.tmem_slot.ptr)  # <- collective
@@ -921,7 +919,7 @@ def _tmem_alloc_96_columns(dst: cute.Tensor, n: Int32):
 def _tmem_alloc_512_columns(dst: cute.Tensor, n: Int32):
     tidx, _, _ = cute.arch.thread_idx()
     warp_idx = cute.arch.warp_idx()
-    storage = cutlass.memory.SmemAllocator().allocate(_Barriers)
+    storage = SmemAllocator().allocate(_Barriers)
     columns = Int32(16) * TMEM_COLUMNS
     _allocate_by_warp0(warp_idx, storage.tmem_slot.ptr, columns)
     tmem_ptr = cute.arch.retrieve_tmem_ptr(Float32, 16, storage.tmem_slot.ptr)
@@ -934,7 +932,7 @@ def _tmem_alloc_512_columns(dst: cute.Tensor, n: Int32):
 def _tmem_dealloc_skipped_on_a_path(dst: cute.Tensor, n: Int32):
     tidx, _, _ = cute.arch.thread_idx()
     warp_idx = cute.arch.warp_idx()
-    storage = cutlass.memory.SmemAllocator().allocate(_Barriers)
+    storage = SmemAllocator().allocate(_Barriers)
     if warp_idx == 0:
         cute.arch.alloc_tmem(TMEM_COLUMNS, storage.tmem_slot.ptr)  # <- collective
     cute.arch.sync_threads()
@@ -952,7 +950,7 @@ def _tmem_dealloc_skipped_on_a_path(dst: cute.Tensor, n: Int32):
 def _tmem_dealloc_on_both_paths(dst: cute.Tensor, n: Int32):
     tidx, _, _ = cute.arch.thread_idx()
     warp_idx = cute.arch.warp_idx()
-    storage = cutlass.memory.SmemAllocator().allocate(_Barriers)
+    storage = SmemAllocator().allocate(_Barriers)
     _allocate_by_warp0(warp_idx, storage.tmem_slot.ptr, TMEM_COLUMNS)
     tmem_ptr = cute.arch.retrieve_tmem_ptr(Float32, 16, storage.tmem_slot.ptr)
     if n > 0:
@@ -968,7 +966,7 @@ def _tmem_dealloc_on_both_paths(dst: cute.Tensor, n: Int32):
 def _tmem_alloc_under_thread0(dst: cute.Tensor, n: Int32):
     tidx, _, _ = cute.arch.thread_idx()
     warp_idx = cute.arch.warp_idx()
-    storage = cutlass.memory.SmemAllocator().allocate(_Barriers)
+    storage = SmemAllocator().allocate(_Barriers)
     if tidx == 0:  # <- diverges
         cute.arch.alloc_tmem(TMEM_COLUMNS, storage.tmem_slot.ptr)  # <- collective
     cute.arch.sync_threads()
@@ -983,7 +981,7 @@ def _tmem_relinquish_under_lane0(dst: cute.Tensor, n: Int32):
     tidx, _, _ = cute.arch.thread_idx()
     lane = cute.arch.lane_idx()
     warp_idx = cute.arch.warp_idx()
-    storage = cutlass.memory.SmemAllocator().allocate(_Barriers)
+    storage = SmemAllocator().allocate(_Barriers)
     _allocate_by_warp0(warp_idx, storage.tmem_slot.ptr, TMEM_COLUMNS)
     tmem_ptr = cute.arch.retrieve_tmem_ptr(Float32, 16, storage.tmem_slot.ptr)
     dst[tidx] = Float32(tidx)
@@ -999,7 +997,7 @@ def _tmem_relinquish_under_lane0(dst: cute.Tensor, n: Int32):
 def _tcgen05_commit_under_elect_one(dst: cute.Tensor, n: Int32):
     tidx, _, _ = cute.arch.thread_idx()
     warp_idx = cute.arch.warp_idx()
-    storage = cutlass.memory.SmemAllocator().allocate(_Barriers)
+    storage = SmemAllocator().allocate(_Barriers)
     barrier = storage.full.data_ptr()
     if warp_idx == 0:
         with cute.arch.elect_one():
@@ -1034,7 +1032,7 @@ def _mma_sync_after_warp_exit(dst: cute.Tensor, n: Int32):
 def _tmem_alloc_by_argument_warp(dst: cute.Tensor, n: Int32):
     tidx, _, _ = cute.arch.thread_idx()
     warp_idx = cute.arch.warp_idx()
-    storage = cutlass.memory.SmemAllocator().allocate(_Barriers)
+    storage = SmemAllocator().allocate(_Barriers)
     owner = n % 4
     if warp_idx == owner:
         cute.arch.alloc_tmem(TMEM_COLUMNS, storage.tmem_slot.ptr)
@@ -1053,7 +1051,7 @@ def _tmem_ld_every_lane_then_columns(dst: cute.Tensor, n: Int32):
     tidx, _, _ = cute.arch.thread_idx()
     lane = cute.arch.lane_idx()
     warp_idx = cute.arch.warp_idx()
-    storage = cutlass.memory.SmemAllocator().allocate(_Barriers)
+    storage = SmemAllocator().allocate(_Barriers)
     _allocate_by_warp0(warp_idx, storage.tmem_slot.ptr, TMEM_COLUMNS)
     tmem_ptr = cute.arch.retrieve_tmem_ptr(Float32, 16, storage.tmem_slot.ptr)
     load, store, tmem_src, tmem_dst, registers, gmem_dst = _tmem_views(tidx, tmem_ptr, dst)

@@ -12,6 +12,7 @@ import cutlass.cute as cute
 
 import lowering
 from kernels import nvfp4
+from kernels.cutedsl_compat import SmemAllocator
 
 ROWS = 128  # rows per CTA
 THREADS = 128
@@ -26,7 +27,7 @@ def _launcher(dtype, d: int, swizzled: bool):
         layout = cute.make_layout((ROWS, d), stride=(d, 1))
         if cutlass.const_expr(swizzled):
             layout = cute.make_composed_layout(cute.make_swizzle(3, 3, 3), 0, layout)
-        smem = cutlass.memory.SmemAllocator()
+        smem = SmemAllocator()
         tile = smem.allocate_tensor(dtype, layout, byte_alignment=128)
         rows_valid = m - bidx * ROWS
         gx = cute.local_tile(x, (ROWS, d), (bidx, 0))
