@@ -9,14 +9,13 @@
 
 The ops return E4M3 scales as their uint8 bits (torch's op checks cannot compare
 float8 outputs: opcheck's schema test fails on them); the public functions view them as
-float8_e4m3fn. Each op is a `torch.library.custom_op` with a fake impl that gives the exact output
+float8_e4m3fn. Each op is a `torch.library` schema with a Python kernel and a fake impl that gives the exact output
 shapes and dtypes and applies the same shape/dtype rules as the CUDA impl, so
 `torch.compile(fullgraph=True)` traces a model that calls them without a graph break,
 and wrong shapes fail while tracing. The public functions (`kernels.nvfp4.quantize`,
 `dequantize`, `compute_global_scale`, `kernels.fmha.attention`) call the ops while torch
 compiles (or for tensor subclasses: fake, functional) and the ops' CUDA impls directly
-otherwise: the dispatcher's custom-op wrapper costs ~15 us a call on the CI machine,
-as much as the rest of the call. One implementation either way.
+otherwise (the dispatcher's ~2 us a call saved). One implementation either way.
 
 The launch path, per call: a dict lookup for the compiled callable (per dtype, shape
 class, device; the arch is the device's, looked up once), the input rules as one
@@ -329,80 +328,90 @@ def attention_nvfp4_impl(
 
 
 # --- the ops -----------------------------------------------------------------------------
+# Defined with a `torch.library.Library` schema and kernel, not `torch.library.custom_op`:
+# custom_op puts Python layers around every dispatched call (an autograd kernel that
+# redispatches, an output-aliasing check), ~9 us a call on the CI machine against ~2 us
+# for a plain Python kernel (CPU stubs, same run). That is the cost each op pays inside
+# a torch.compile'd graph, whose wrapper calls `torch.ops.cute_lowering.*` directly.
+# The kernel is registered for every backend (CompositeExplicitAutograd) so that a CPU
+# tensor reaches the impl's checks and gets their message; there is no autograd formula
+# (a backward through an op is refused by torch's autograd fallback).
 NAMESPACE = "cute_lowering"
+_LIBRARY = torch.library.Library(NAMESPACE, "DEF")
 
 
-@torch.library.custom_op(f"{NAMESPACE}::nvfp4_quantize", mutates_args=())
-def nvfp4_quantize(x: Tensor, global_scale: Tensor, variant: str = "plain") -> tuple[Tensor, Tensor]:
-    return quantize_impl(x, global_scale, variant)
+def _define(schema: str, impl, fake):
+    """Define `NAMESPACE::<schema>` with `impl` as its kernel and `fake` as its fake impl; its OpOverload."""
+    name = schema.split("(", 1)[0]
+    _LIBRARY.define(schema)
+    _LIBRARY.impl(name, impl, "CompositeExplicitAutograd")
+    torch.library.register_fake(f"{NAMESPACE}::{name}", fake, lib=_LIBRARY)
+    return getattr(getattr(torch.ops, NAMESPACE), name).default
 
 
-@nvfp4_quantize.register_fake
-def _(x, global_scale, variant="plain"):
+def _quantize_fake(x, global_scale, variant="plain"):
     nvfp4.check_quantize_shapes(x, global_scale, variant)
     m, k = x.shape
     return x.new_empty((m, k // 2), dtype=_U8), x.new_empty((m, k // _BLOCK), dtype=_U8)
 
 
-@torch.library.custom_op(f"{NAMESPACE}::nvfp4_quantize_computing_scale", mutates_args=())
-def nvfp4_quantize_computing_scale(x: Tensor, variant: str = "plain") -> tuple[Tensor, Tensor, Tensor]:
-    return quantize_computing_scale_impl(x, variant)
+nvfp4_quantize = _define(
+    'nvfp4_quantize(Tensor x, Tensor global_scale, str variant="plain") -> (Tensor, Tensor)', quantize_impl, _quantize_fake
+)
 
 
-@nvfp4_quantize_computing_scale.register_fake
-def _(x, variant="plain"):
+def _quantize_computing_scale_fake(x, variant="plain"):
     nvfp4.check_quantize_shapes(x, None, variant)
     m, k = x.shape
     return x.new_empty((m, k // 2), dtype=_U8), x.new_empty((m, k // _BLOCK), dtype=_U8), x.new_empty((), dtype=_F32)
 
 
-@torch.library.custom_op(f"{NAMESPACE}::nvfp4_dequantize", mutates_args=())
-def nvfp4_dequantize(packed: Tensor, scales: Tensor, global_scale: Tensor, dtype: torch.dtype) -> Tensor:
-    return dequantize_impl(packed, scales, global_scale, dtype)
+nvfp4_quantize_computing_scale = _define(
+    'nvfp4_quantize_computing_scale(Tensor x, str variant="plain") -> (Tensor, Tensor, Tensor)',
+    quantize_computing_scale_impl,
+    _quantize_computing_scale_fake,
+)
 
 
-@nvfp4_dequantize.register_fake
-def _(packed, scales, global_scale, dtype):
+def _dequantize_fake(packed, scales, global_scale, dtype):
     nvfp4.check_dequantize_shapes(packed, scales, global_scale, dtype)
     m, half = packed.shape
     return packed.new_empty((m, 2 * half), dtype=dtype)
 
 
-@torch.library.custom_op(f"{NAMESPACE}::nvfp4_global_scale", mutates_args=())
-def nvfp4_global_scale(x: Tensor) -> Tensor:
+nvfp4_dequantize = _define(
+    "nvfp4_dequantize(Tensor packed, Tensor scales, Tensor global_scale, ScalarType dtype) -> Tensor", dequantize_impl, _dequantize_fake
+)
+
+
+def _global_scale_impl(x):
     return nvfp4.compute_global_scale_eager(x)
 
 
-@nvfp4_global_scale.register_fake
-def _(x):
+def _global_scale_fake(x):
     return x.new_empty((), dtype=_F32)
 
 
-@torch.library.custom_op(f"{NAMESPACE}::attention", mutates_args=())
-def attention(
-    q: Tensor, k: Tensor, v: Tensor, sink: Optional[Tensor], softmax_scale: float, window_left: int, window_right: int,
-    path: str = "auto", exp2_on_fma: Optional[float] = None, exp2_impl: Optional[str] = None,
-) -> tuple[Tensor, Tensor]:  # fmt: skip
-    return attention_impl(q, k, v, sink, softmax_scale, window_left, window_right, path, exp2_on_fma, exp2_impl)
+nvfp4_global_scale = _define("nvfp4_global_scale(Tensor x) -> Tensor", _global_scale_impl, _global_scale_fake)
 
 
-@attention.register_fake
-def _(q, k, v, sink, softmax_scale, window_left, window_right, path="auto", exp2_on_fma=None, exp2_impl=None):
+def _attention_fake(q, k, v, sink, softmax_scale, window_left, window_right, path="auto", exp2_on_fma=None, exp2_impl=None):
     fmha.check_attention_shapes(q, k, v, sink, softmax_scale, None)
     b, sq, hq, _ = q.shape
     return torch.empty_like(q), q.new_empty((b, hq, sq), dtype=_F32)
 
 
-@torch.library.custom_op(f"{NAMESPACE}::attention_nvfp4", mutates_args=())
-def attention_nvfp4(
-    q: Tensor, k: Tensor, v: Tensor, sink: Optional[Tensor], global_scale: Tensor, softmax_scale: float, window_left: int,
-    window_right: int, path: str = "auto", exp2_on_fma: Optional[float] = None, exp2_impl: Optional[str] = None,
-) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
-    return attention_nvfp4_impl(q, k, v, sink, global_scale, softmax_scale, window_left, window_right, path, exp2_on_fma, exp2_impl)
+attention = _define(
+    "attention(Tensor q, Tensor k, Tensor v, Tensor? sink, float softmax_scale, SymInt window_left, SymInt window_right, "
+    'str path="auto", float? exp2_on_fma=None, str? exp2_impl=None) -> (Tensor, Tensor)',
+    attention_impl,
+    _attention_fake,
+)
 
 
-@attention_nvfp4.register_fake
-def _(q, k, v, sink, global_scale, softmax_scale, window_left, window_right, path="auto", exp2_on_fma=None, exp2_impl=None):
+def _attention_nvfp4_fake(
+    q, k, v, sink, global_scale, softmax_scale, window_left, window_right, path="auto", exp2_on_fma=None, exp2_impl=None
+):
     fmha.check_attention_shapes(q, k, v, sink, softmax_scale, global_scale)
     b, sq, hq, d = q.shape
     return (
@@ -410,6 +419,14 @@ def _(q, k, v, sink, global_scale, softmax_scale, window_left, window_right, pat
         q.new_empty((b, sq, hq, d // _BLOCK), dtype=_U8),
         q.new_empty((b, hq, sq), dtype=_F32),
     )
+
+
+attention_nvfp4 = _define(
+    "attention_nvfp4(Tensor q, Tensor k, Tensor v, Tensor? sink, Tensor global_scale, float softmax_scale, SymInt window_left, "
+    'SymInt window_right, str path="auto", float? exp2_on_fma=None, str? exp2_impl=None) -> (Tensor, Tensor, Tensor)',
+    attention_nvfp4_impl,
+    _attention_nvfp4_fake,
+)
 
 
 # --- what the public functions call -------------------------------------------------------
