@@ -250,7 +250,7 @@ def _make_dequantize(out_type):
 def amax_ctas(n):
     """CTAs of the amax kernel for n elements (an int, or an Int32 while tracing): one per tile, at most AMAX_CTAS."""
     tiles = (n // BLOCK + THREADS * AMAX_BLOCKS_PER_THREAD - 1) // (THREADS * AMAX_BLOCKS_PER_THREAD)
-    return cutlass.min(tiles, AMAX_CTAS) if isinstance(tiles, cutlass.Numeric) else min(tiles, AMAX_CTAS)
+    return min(tiles, AMAX_CTAS) if type(tiles) is int else cutlass.min(tiles, AMAX_CTAS)
 
 
 @cute.jit  # traced inline where a kernel calls it (its branches staged)

@@ -165,14 +165,17 @@ def quantize_computing_scale_impl(x: Tensor, variant: str = "plain") -> tuple[Te
     scales = x.new_empty((m, k // _BLOCK), dtype=_U8)
     if not m * k:
         return packed, scales, x.new_ones((), dtype=_F32)
-    global_scale = x.new_empty((), dtype=_F32)
-    partials = x.new_empty((nvfp4.amax_ctas(m * k),), dtype=_F32)  # every element written by the amax kernel
-    partials_ptr = partials.data_ptr()
+    # [global scale, the amax kernel's partial maxima]: one allocation, every element written
+    # by the kernels, addressed by pointer arithmetic; the op returns element 0 (a view is
+    # cheaper than a second allocation)
+    scale_and_partials = x.new_empty((1 + nvfp4.amax_ctas(m * k),), dtype=_F32)
+    scale_ptr = scale_and_partials.data_ptr()
+    partials_ptr = scale_ptr + 4
     x_ptr = x.data_ptr()
     stream = _stream(x.get_device())
     _amax_launch(x, partials=True)(x_ptr, partials_ptr, m * k, stream)
-    _quantize_launch(x, variant, True)(x_ptr, packed.data_ptr(), scales.data_ptr(), partials_ptr, global_scale.data_ptr(), m * k, stream)
-    return packed, scales, global_scale
+    _quantize_launch(x, variant, True)(x_ptr, packed.data_ptr(), scales.data_ptr(), partials_ptr, scale_ptr, m * k, stream)
+    return packed, scales, scale_and_partials[0]
 
 
 def dequantize_impl(packed: Tensor, scales: Tensor, global_scale: Tensor, dtype: torch.dtype) -> Tensor:
