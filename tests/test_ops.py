@@ -139,6 +139,21 @@ def test_eager_refusals_are_the_users():
         fmha.attention(torch.zeros(1, 1, 4, 64, dtype=BF), torch.zeros(1, 8, 2, 64, dtype=BF), torch.zeros(1, 8, 2, 64, dtype=BF))
 
 
+def test_op_refusals_on_cpu_tensors_are_the_users():
+    """Through the dispatcher a CPU tensor reaches the ops' kernel (registered for every
+    backend) and gets its message, not torch's "Could not run ... with arguments from the
+    'CPU' backend" (what a CUDA-only registration would answer)."""
+    with pytest.raises(ValueError, match="x must be on a CUDA device"):
+        torch.ops.cute_lowering.nvfp4_quantize_computing_scale(torch.zeros(4, 32, dtype=BF))
+    with pytest.raises(ValueError, match="x must be on a CUDA device"):
+        torch.ops.cute_lowering.nvfp4_quantize(torch.zeros(4, 32, dtype=BF), torch.ones(()))
+    with pytest.raises(ValueError, match="packed must be on a CUDA device"):
+        torch.ops.cute_lowering.nvfp4_dequantize(torch.zeros(4, 16, dtype=torch.uint8), torch.zeros(4, 2, dtype=torch.uint8), torch.ones(()), BF)
+    kv = torch.zeros(1, 8, 2, 64, dtype=BF)
+    with pytest.raises(ValueError, match="must be on a CUDA device"):
+        torch.ops.cute_lowering.attention(torch.zeros(1, 1, 4, 64, dtype=BF), kv, kv, None, 0.125, -1, -1)
+
+
 # --- on the GPU ---------------------------------------------------------------------------------
 def _cuda():
     if not torch.cuda.is_available():
