@@ -369,6 +369,23 @@ gpu.module @kernels {
 }
 
 // -----
+// A cluster barrier no thread uses (arrive and wait under a constant-false condition, as
+// CUTLASS's Hopper examples write `if cute.size(cluster_shape) > 1:` for a 1x1 cluster): no error.
+// CHECK-NOT: error: 'nvvm.cluster.arrive' {{.*}} threads 0-127 reach no
+gpu.module @kernels {
+  gpu.func @cluster_barrier_unused() kernel attributes {nvvm.reqntid = array<i32: 128, 1, 1>} {
+    %size = arith.constant 1 : i32
+    %c1 = arith.constant 1 : i32
+    %multi = arith.cmpi sgt, %size, %c1 : i32
+    scf.if %multi {
+      nvvm.cluster.arrive
+      nvvm.cluster.wait
+    }
+    gpu.return
+  }
+}
+
+// -----
 // A named barrier in inline PTX, reached by warpgroup 1 only: legal (its warps are whole;
 // the count is not read from the text). Under `lane < 16` it splits warps: an error.
 // CHECK: check-collectives.mlir:[[# @LINE + 13]]:7: error: 'llvm.inline_asm' (PTX bar.sync 1, 128;) is a warp collective reached by only part of a warp: lanes 0-15 of every warp
