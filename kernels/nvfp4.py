@@ -152,8 +152,8 @@ def _make_quantize(variant: str, per_thread: int, scale_from_amax: bool = False)
     CTA needs the global scale, and max is exact in any order), computes 448*6/amax (1
     when amax is 0; IEEE division, as the torch formula in `compute_global_scale`) and
     CTA 0's thread 0 writes it to `g_out`: quantize with the global scale computed is
-    then amax + quantize, two launches into uninitialised buffers (no fill, no atomics),
-    instead of amax, five small torch ops and quantize.
+    then amax + quantize, two launches from one host function into uninitialised buffers
+    (no fill, no atomics), instead of amax, five small torch ops and quantize.
     """
     to_e2m1 = e2m1_fptosi if variant == "fptosi" else e2m1_plain
     step = THREADS * per_thread
@@ -204,13 +204,17 @@ def _make_quantize(variant: str, per_thread: int, scale_from_amax: bool = False)
             grid=(grid, 1, 1), block=(THREADS, 1, 1), stream=stream
         )
 
+    amax_partials = _make_amax(partials=True) if scale_from_amax else None
+
     @cute.jit
     def quantize_scale_from_amax(
-        x: cute.Pointer, q: cute.Pointer, s: cute.Pointer, amax: cute.Pointer, g_out: cute.Pointer, n: cutlass.Int32, stream: cuda.CUstream
+        x: cute.Pointer, q: cute.Pointer, s: cute.Pointer, partials: cute.Pointer, g_out: cute.Pointer, n: cutlass.Int32, stream: cuda.CUstream
     ):
+        # both launches from one host call (one TVM-FFI call a quantize): the partial maxima, then quantize
+        amax_partials(x, partials, n, stream)
         blocks = n // BLOCK
         grid = (blocks + step - 1) // step
-        quantize_kernel(*_flat_tensors((x, n), (q, n // 8), (s, blocks), (amax, amax_ctas(n)), (g_out, 1))).launch(
+        quantize_kernel(*_flat_tensors((x, n), (q, n // 8), (s, blocks), (partials, amax_ctas(n)), (g_out, 1))).launch(
             grid=(grid, 1, 1), block=(THREADS, 1, 1), stream=stream
         )
 
@@ -378,9 +382,11 @@ def compile_quantize(
 
     `variant`: "plain" (`.to(Float4E2M1FN)`) or "fptosi" (the comparison build).
     `per_thread`: 16-element blocks per thread (the tuning knob, overridable for
-    measurements). `scale_from_amax`: the build that takes the partial maxima of
-    `compile_amax(..., partials=True)` and writes the global scale it derives (arguments
-    x, q, s, partials, global_scale_out, n, stream).
+    measurements). `scale_from_amax`: the build that computes the global scale too: it
+    launches the partial-maxima amax kernel (`compile_amax(..., partials=True)`) into
+    `partials` (`amax_ctas(n)` f32, uninitialised), then the quantize kernel that reduces
+    them and writes the global scale it derives (arguments x, q, s, partials,
+    global_scale_out, n, stream).
     `tvm_ffi`: the TVM-FFI calling convention (see TVM_FFI_OPTION). Works without a
     GPU for any arch.
     """

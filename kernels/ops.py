@@ -127,13 +127,13 @@ def _quantize_launch(x, variant: str, scale_from_amax: bool):
     return _launcher(key, lambda: nvfp4.compile_quantize(VALUE_DTYPES[x.dtype], arch, variant, tvm_ffi=True, scale_from_amax=scale_from_amax))
 
 
-def _amax_launch(x, partials: bool = False):
-    key = ("amax", x.dtype, x.get_device(), partials)
+def _amax_launch(x):
+    key = ("amax", x.dtype, x.get_device())
     entry = _LAUNCHERS.get(key)
     if entry is not None:
         return entry[0]
     arch = _arch(x.get_device())
-    return _launcher(key, lambda: nvfp4.compile_amax(VALUE_DTYPES[x.dtype], arch, tvm_ffi=True, partials=partials))
+    return _launcher(key, lambda: nvfp4.compile_amax(VALUE_DTYPES[x.dtype], arch, tvm_ffi=True))
 
 
 def quantize_impl(x: Tensor, global_scale: Tensor, variant: str = "plain") -> tuple[Tensor, Tensor]:
@@ -154,9 +154,9 @@ def quantize_impl(x: Tensor, global_scale: Tensor, variant: str = "plain") -> tu
 def quantize_computing_scale_impl(x: Tensor, variant: str = "plain") -> tuple[Tensor, Tensor, Tensor]:
     """x [M, K] -> (packed, scales, global scale f32 0-d = 448*6/amax(|x|) over the finite values, 1 if 0).
 
-    Two launches: the amax kernel writes per-CTA partial maxima into an uninitialised
-    buffer, then the quantize build reduces them in every CTA, derives the global scale
-    and writes it out (no torch ops in between, no zero fill: allocations only).
+    One TVM-FFI call, two launches: the amax kernel writes per-CTA partial maxima into an
+    uninitialised buffer, then the quantize kernel reduces them in every CTA, derives the
+    global scale and writes it out (no torch ops in between, no zero fill: allocations only).
     """
     if not _quantize_ok(x, None, variant):
         nvfp4.check_quantize_input(x, None, variant)
@@ -170,11 +170,9 @@ def quantize_computing_scale_impl(x: Tensor, variant: str = "plain") -> tuple[Te
     # cheaper than a second allocation)
     scale_and_partials = x.new_empty((1 + nvfp4.amax_ctas(m * k),), dtype=_F32)
     scale_ptr = scale_and_partials.data_ptr()
-    partials_ptr = scale_ptr + 4
-    x_ptr = x.data_ptr()
-    stream = _stream(x.get_device())
-    _amax_launch(x, partials=True)(x_ptr, partials_ptr, m * k, stream)
-    _quantize_launch(x, variant, True)(x_ptr, packed.data_ptr(), scales.data_ptr(), partials_ptr, scale_ptr, m * k, stream)
+    _quantize_launch(x, variant, True)(
+        x.data_ptr(), packed.data_ptr(), scales.data_ptr(), scale_ptr + 4, scale_ptr, m * k, _stream(x.get_device())
+    )
     return packed, scales, scale_and_partials[0]
 
 
