@@ -9,8 +9,9 @@
 
 The ops return E4M3 scales as their uint8 bits (torch's op checks cannot compare
 float8 outputs: opcheck's schema test fails on them); the public functions view them as
-float8_e4m3fn. Each op is a `torch.library` schema with a Python kernel and a fake impl that gives the exact output
-shapes and dtypes and applies the same shape/dtype rules as the CUDA impl, so
+float8_e4m3fn. Each op is a `torch.library` schema with a Python kernel (see "the ops"
+below for why not `custom_op`) and a fake impl that gives the exact output shapes and
+dtypes and applies the same shape/dtype rules as the CUDA impl, so
 `torch.compile(fullgraph=True)` traces a model that calls them without a graph break,
 and wrong shapes fail while tracing. The public functions (`kernels.nvfp4.quantize`,
 `dequantize`, `compute_global_scale`, `kernels.fmha.attention`) call the ops while torch
@@ -26,7 +27,7 @@ stream handle as Python ints, decoded in C. No host synchronisation (global scal
 stay on the device), torch's current stream, so the calls are CUDA-graph capturable.
 
 Adding a kernel: a `compile_*` in its module (built with `tvm_ffi=True`), a launcher
-here (`_launcher`), an impl, the op and its fake impl.
+here (`_launcher`), an impl, its fake impl and a `_define` with the op's schema.
 """
 
 from __future__ import annotations
