@@ -169,11 +169,7 @@ def _make_quantize(variant: str, per_thread: int, scale_from_amax: bool = False)
         bidx, _, _ = cute.arch.block_idx()
         first = bidx * step + tidx
         if cutlass.const_expr(scale_from_amax):
-            partial = F32(0.0)
-            if tidx < cute.size(g):
-                partial = g[tidx]
-            amax = _cta_max(partial, tidx)
-            gs = cutlass.select_(amax > F32(0.0), F32(GLOBAL_SCALE_NUMERATOR) / amax, F32(1.0))
+            gs = _scale_from_partials(g, tidx)
             if bidx == 0:
                 if tidx == 0:
                     g_out[0] = gs
@@ -270,6 +266,40 @@ def _cta_max(value: F32, tidx: cutlass.Int32) -> F32:
     for w in cutlass.range_constexpr(1, warps):
         best = cute.arch.fmax(best, per_warp[w])
     return best
+
+
+@cute.jit
+def _scale_from_partials(partials: cute.Tensor, tidx: cutlass.Int32) -> F32:
+    """448*6 / max(partials) (1 when 0; IEEE division, as the torch formula in
+    `compute_global_scale_eager`), in every thread of a CTA: one partial per thread."""
+    partial = F32(0.0)
+    if tidx < cute.size(partials):
+        partial = partials[tidx]
+    amax = _cta_max(partial, tidx)
+    return cutlass.select_(amax > F32(0.0), F32(GLOBAL_SCALE_NUMERATOR) / amax, F32(1.0))
+
+
+def _make_global_scale():
+    """The global scale alone: the partial-maxima amax kernel, then one CTA reducing them.
+
+    One host function (one TVM-FFI call, two launches) into `amax_ctas(n)` + 1 uninitialised
+    f32: no fill, no atomics, no torch ops (was: zeros, the atomic amax, five torch ops).
+    """
+    amax_partials = _make_amax(partials=True)
+
+    @cute.kernel
+    def scale_kernel(partials: cute.Tensor, g_out: cute.Tensor):
+        tidx, _, _ = cute.arch.thread_idx()
+        gs = _scale_from_partials(partials, tidx)
+        if tidx == 0:
+            g_out[0] = gs
+
+    @cute.jit
+    def global_scale(x: cute.Pointer, partials: cute.Pointer, g_out: cute.Pointer, n: cutlass.Int32, stream: cuda.CUstream):
+        amax_partials(x, partials, n, stream)
+        scale_kernel(*_flat_tensors((partials, amax_ctas(n)), (g_out, 1))).launch(grid=(1, 1, 1), block=(THREADS, 1, 1), stream=stream)
+
+    return global_scale
 
 
 def _make_amax(partials: bool = False):
@@ -412,6 +442,18 @@ def compile_amax(in_dtype: str = "bfloat16", arch: str = "sm_90a", *, tvm_ffi: b
         raise ValueError(f"input dtype must be one of {sorted(INPUT_TYPES)}, not {in_dtype!r}")
     pointers = (_values_pointer(INPUT_TYPES[in_dtype], _TRACE_ADDRESS), _f32_pointer(_TRACE_ADDRESS))
     return _build(_make_amax(partials), pointers, arch, "auto", tvm_ffi)
+
+
+@functools.cache
+def compile_global_scale(in_dtype: str = "bfloat16", arch: str = "sm_90a", *, tvm_ffi: bool = False):
+    """The compiled global scale (448*6/amax over the finite elements, 1 if 0) for `in_dtype` and `arch`.
+
+    Arguments x, partials (`amax_ctas(n)` f32, uninitialised), global_scale_out (f32), n, stream.
+    """
+    if in_dtype not in INPUT_TYPES:
+        raise ValueError(f"input dtype must be one of {sorted(INPUT_TYPES)}, not {in_dtype!r}")
+    pointers = (_values_pointer(INPUT_TYPES[in_dtype], _TRACE_ADDRESS), _f32_pointer(_TRACE_ADDRESS), _f32_pointer(_TRACE_ADDRESS))
+    return _build(_make_global_scale(), pointers, arch, "auto", tvm_ffi)
 
 
 @functools.cache
@@ -569,18 +611,16 @@ def compute_global_scale(x):
 
 def compute_global_scale_eager(x):
     """compute_global_scale's work: on a CUDA tensor whose elements split into 16-element
-    blocks the amax is one CuTeDSL kernel reading x once; otherwise torch ops."""
+    blocks one CuTeDSL build (`compile_global_scale`: x read once); otherwise torch ops."""
     torch = torch_module()
     if x.numel() == 0:
         return torch.ones((), dtype=torch.float32, device=x.device)
     name = _value_dtype_name(torch, x.dtype)
-    fused = x.device.type == "cuda" and name is not None and x.is_contiguous() and x.numel() % BLOCK == 0
+    fused = x.device.type == "cuda" and name is not None and x.is_contiguous() and x.numel() % BLOCK == 0 and x.numel() < 2**31
     if fused and x.data_ptr() % ALIGN_VALUES == 0:
-        amax = torch.zeros((), dtype=torch.float32, device=x.device)
-        _ops().amax_into(x, amax)
-    else:
-        a = x.detach().abs().float()
-        amax = torch.where(torch.isfinite(a), a, torch.zeros((), device=a.device)).amax()
+        return _ops().global_scale_fused(x)
+    a = x.detach().abs().float()
+    amax = torch.where(torch.isfinite(a), a, torch.zeros((), device=a.device)).amax()
     # IEEE division (tensor / tensor; `2688.0 / amax` would be a reciprocal and a multiply),
     # and device-side constants: a Python scalar tensor would be a synchronous copy
     return torch.where(amax > 0, torch.full_like(amax, GLOBAL_SCALE_NUMERATOR) / amax, torch.ones_like(amax))

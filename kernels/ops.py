@@ -128,15 +128,6 @@ def _quantize_launch(x, variant: str, scale_from_amax: bool):
     return _launcher(key, lambda: nvfp4.compile_quantize(VALUE_DTYPES[x.dtype], arch, variant, tvm_ffi=True, scale_from_amax=scale_from_amax))
 
 
-def _amax_launch(x):
-    key = ("amax", x.dtype, x.get_device())
-    entry = _LAUNCHERS.get(key)
-    if entry is not None:
-        return entry[0]
-    arch = _arch(x.get_device())
-    return _launcher(key, lambda: nvfp4.compile_amax(VALUE_DTYPES[x.dtype], arch, tvm_ffi=True))
-
-
 def quantize_impl(x: Tensor, global_scale: Tensor, variant: str = "plain") -> tuple[Tensor, Tensor]:
     """x [M, K] -> (packed uint8 [M, K/2], scales' E4M3 bits as uint8 [M, K/16]) with a given global scale."""
     if global_scale is None or not _quantize_ok(x, global_scale, variant):
@@ -442,9 +433,25 @@ def direct(*tensors) -> bool:
     return True  # plain tensors, None, or non-tensors (the impl's checks name those)
 
 
-def amax_into(x: Tensor, amax: Tensor) -> None:
-    """max |x| over the finite elements into `amax` (f32, zeroed by the caller): one kernel."""
-    _amax_launch(x)(x.data_ptr(), amax.data_ptr(), x.numel(), _stream(x.get_device()))
+def global_scale_fused(x: Tensor) -> Tensor:
+    """448*6/amax(|x|) over the finite elements (1 if 0) as a 0-d f32: one TVM-FFI call.
+
+    For `nvfp4.compute_global_scale_eager`, which has checked x: CUDA, a value dtype,
+    contiguous, aligned, numel > 0 and a multiple of 16.
+    """
+    key = ("global_scale", x.dtype, x.get_device())
+    entry = _LAUNCHERS.get(key)
+    if entry is not None:
+        launch = entry[0]
+    else:
+        arch = _arch(x.get_device())
+        launch = _launcher(key, lambda: nvfp4.compile_global_scale(VALUE_DTYPES[x.dtype], arch, tvm_ffi=True))
+    n = x.numel()
+    # [global scale, partial maxima], every element written by the kernels; element 0 returned
+    scale_and_partials = x.new_empty((1 + nvfp4.amax_ctas(n),), dtype=_F32)
+    scale_ptr = scale_and_partials.data_ptr()
+    launch(x.data_ptr(), scale_ptr + 4, scale_ptr, n, _stream(x.get_device()))
+    return scale_and_partials[0]
 
 
 nvfp4_global_scale_impl = nvfp4.compute_global_scale_eager

@@ -174,6 +174,7 @@ def test_amax_compiles(arch, dtype):
 
     nvfp4.compile_amax(dtype, arch)
     nvfp4.compile_amax(dtype, arch, partials=True)
+    nvfp4.compile_global_scale(dtype, arch)
 
 
 def test_amax_grid_is_capped_and_covers_every_block():
@@ -188,30 +189,33 @@ def test_amax_grid_is_capped_and_covers_every_block():
 
 
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
-def test_scale_from_partials_ptx(arch, tmp_path, monkeypatch):
-    """The global scale is 2688 / amax with IEEE division (div.rn.f32, not an approximate
-    reciprocal), the partial maxima are reduced without atomics, and the partial amax
-    kernel stores them with plain stores."""
+def test_scale_from_partials_ptx(arch, tmp_path):
+    """The global scale (the quantize build that computes it, and the global-scale build) is
+    2688 / amax with IEEE division (div.rn.f32, not an approximate reciprocal), the partial
+    maxima are reduced without atomics, and the partial amax kernel stores them with plain
+    stores."""
     import cutlass
     import cutlass.cute as cute
 
     import lowering
     from kernels import nvfp4
 
-    monkeypatch.chdir(tmp_path)  # --keep-ptx also writes the PTX to the working directory
     f32 = nvfp4._f32_pointer(256)
 
-    def ptx(fn, pointers):  # the builds of compile_quantize/compile_amax, with the PTX kept
+    def ptx(fn, pointers):  # the builds of compile_quantize/compile_amax/compile_global_scale, with the PTX kept
+        options = f"--gpu-arch {arch} --keep-ptx --dump-dir {tmp_path}"  # (the PTX files go to tmp_path, not the working directory)
         with lowering.prelowering("auto"):
-            return cute.compile(fn, *pointers, cutlass.Int32(16), nvfp4._stream_arg(), options=f"--gpu-arch {arch} --keep-ptx").__ptx__
+            return cute.compile(fn, *pointers, cutlass.Int32(16), nvfp4._stream_arg(), options=options).__ptx__
 
     values = nvfp4._values_pointer(nvfp4.INPUT_TYPES["bfloat16"], 256)
     quantize = ptx(nvfp4._make_quantize("plain", nvfp4.BLOCKS_PER_THREAD, True), nvfp4._pointer_args(nvfp4.INPUT_TYPES["bfloat16"], *[256] * 4) + (f32,))
     amax = ptx(nvfp4._make_amax(partials=True), (values, f32))
-    assert "0f45280000" in quantize  # 2688.0
-    assert len([line for line in quantize.splitlines() if "div.rn.f32" in line]) == 1
-    assert "div.approx" not in quantize and "div.full" not in quantize
-    for kernel in (quantize, amax):
+    scale = ptx(nvfp4._make_global_scale(), (values, f32, f32))
+    for module in (quantize, scale):
+        assert "0f45280000" in module  # 2688.0
+        assert len([line for line in module.splitlines() if "div.rn.f32" in line]) == 1
+        assert "div.approx" not in module and "div.full" not in module
+    for kernel in (quantize, amax, scale):
         assert not [line for line in kernel.splitlines() if line.strip().startswith(("atom.", "red."))]
     assert "%nctaid.x" in amax  # the loop over tiles strides by the grid
 
@@ -458,13 +462,13 @@ def test_quantize_computed_scale_matches_torch(dtype, case):
 # --- the global scale: one amax kernel, against torch's ops ----------------------------------------
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
-@pytest.mark.parametrize("case", ["random", "specials", "zeros", "tail", "one_huge", "strided"])
+@pytest.mark.parametrize("case", ["random", "specials", "zeros", "tail", "one_huge", "looping_grid", "strided"])
 def test_global_scale_kernel_matches_torch(dtype, case):
     torch = _cuda()
     from kernels import nvfp4
 
     gen = torch.Generator(device="cuda").manual_seed(7)
-    shape = {"tail": (3, 48), "one_huge": (64, 4096)}.get(case, (1000, 1024))
+    shape = {"tail": (3, 48), "one_huge": (64, 4096), "looping_grid": (4096, 4096)}.get(case, (1000, 1024))
     x = (torch.randn(shape, generator=gen, device="cuda") * 5).to(getattr(torch, dtype))
     if case == "specials":  # NaN and inf are skipped; the largest finite value wins
         x.view(-1)[::97] = float("nan")
@@ -473,8 +477,8 @@ def test_global_scale_kernel_matches_torch(dtype, case):
         x.view(-1)[123] = -300.0
     elif case == "zeros":
         x.zero_()
-    elif case == "one_huge":
-        x.view(-1)[-1] = -1000.0  # in the last block of the last CTA
+    elif case in ("one_huge", "looping_grid"):
+        x.view(-1)[-1] = -1000.0  # in the last block of the last CTA (of its second tile for looping_grid)
     elif case == "strided":
         x = x[:, ::2]  # not contiguous: the torch path
     got = nvfp4.compute_global_scale(x)
