@@ -7,7 +7,8 @@ Host cost = the wall-clock time until a call returns, for `CALLS` back-to-back c
 (few enough that the launch queue never fills, so the GPU's own time does not show),
 median over `ROUNDS` rounds, garbage collection off during a round. The cases:
 - ours: `nvfp4.quantize(x 16x7168 bf16, global_scale)`, `nvfp4.quantize(x)` (the global
-  scale computed on the device), `fmha.attention` decode (q 1x1x32x128, k/v 1x4096x8x128);
+  scale computed on the device), `nvfp4.compute_global_scale(x)` (reported, no entry),
+  `fmha.attention` decode (q 1x1x32x128, k/v 1x4096x8x128);
 - peer: torch SDPA on the same decode shapes (`enable_gqa`), and `x.abs().amax()`;
 - the calling convention alone, same kernel and preallocated outputs: CuTeDSL's
   direct call (`make_ptr` pointers, `Int32`, `CUstream` built per call, as the API did
@@ -128,6 +129,7 @@ def main_gpu(out: pathlib.Path):
         "amax_expr": lambda: x.abs().amax(),
         "quantize_given_scale": lambda: nvfp4.quantize(x, gs),
         "quantize_computed_scale": lambda: nvfp4.quantize(x),
+        "compute_global_scale": lambda: nvfp4.compute_global_scale(x),
         "attention_decode": lambda: fmha.attention(q, k, v),
         "op_quantize_given_scale": lambda: torch.ops.cute_lowering.nvfp4_quantize(x, gs),
         "op_quantize_computed_scale": lambda: torch.ops.cute_lowering.nvfp4_quantize_computing_scale(x),
