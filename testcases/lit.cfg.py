@@ -18,3 +18,13 @@ for name in ("PATH", "PYTHONPATH", "HOME", "VIRTUAL_ENV"):
 for tool in ("lowering-opt", "lowering-repro", "filecheck"):
     if shutil.which(tool, path=os.environ.get("PATH")) is None:
         lit_config.fatal(f"'{tool}' is not on PATH: install the project with its test extras first")
+
+# Whether the installed CuTeDSL passes libNVVM's log on or reports every libNVVM failure as
+# the bare 'NVVM backend compilation failed' (4.6.2, 4.7.0: tests/libnvvm_wording.py, from
+# the reproducers' recorded errors): %libnvvm_log is 'passed-on' or 'hidden', for check
+# prefixes whose expectation differs by release.
+import sys
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+from libnvvm_wording import HIDES_THE_LOG  # noqa: E402
+
+config.substitutions.append(("%libnvvm_log", "hidden" if HIDES_THE_LOG else "passed-on"))

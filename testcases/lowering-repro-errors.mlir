@@ -18,9 +18,13 @@
 // LIST-DAG: fp4-truncf-sm90a {{ *}}sm_90a,sm_80
 // LIST-DAG: inline-ptx-f32-constant {{ *}}sm_90a,sm_100a,sm_80
 
-// RUN: lowering-repro run inline-ptx-f32-constant --arch sm_100a | filecheck %s --check-prefix=STATUS
+// The status is the installed release's (lit.cfg.py: %libnvvm_log): where CuTeDSL hides
+// libNVVM's log (4.6.2, 4.7.0) the case fails with the bare 'NVVM backend compilation
+// failed', not its own error, and `run` says `changed`, as recorded for those releases.
+// RUN: lowering-repro run inline-ptx-f32-constant --arch sm_100a | filecheck %s --check-prefixes=STATUS,STATUS-%libnvvm_log
 // STATUS: CuTeDSL {{[0-9.]+}}, opt-level 3
-// STATUS: inline-ptx-f32-constant {{ *}}sm_100a {{ *}}reproduces {{ *}}ok
+// STATUS-passed-on: inline-ptx-f32-constant {{ *}}sm_100a {{ *}}reproduces {{ *}}ok
+// STATUS-hidden: inline-ptx-f32-constant {{ *}}sm_100a {{ *}}changed {{ *}}ok
 
 // A report only for a case that reproduces: on a target where it compiles, a refusal, exit 1.
 // RUN: not lowering-repro report fp4-truncf-sm90a --arch sm_100a 2>&1 | filecheck %s --check-prefix=NOREPRO

@@ -14,6 +14,7 @@ import re
 import pytest
 
 from cute_kernels import CASES
+from libnvvm_wording import libnvvm_error
 from lowering import run_pipeline
 from lowering.cutedsl import CompileFailure, compile_ir, trace_ir
 from lowering.mlir import new_context, parse_module
@@ -90,7 +91,7 @@ def test_rewritten_kernel_compiles_with_the_instruction(case, emit, arch):
 def test_float_constant_operand_fails_without_the_workaround(arch):
     # The recorded CuTeDSL 4.8.1 failure: if this starts compiling, the pin moved and the
     # facts sheet and ptx-float-operands' docstring need updating.
-    with pytest.raises(CompileFailure, match="constraint 'n' expects an integer constant expression"):
+    with pytest.raises(CompileFailure, match=libnvvm_error("constraint 'n' expects an integer constant expression")):
         compile_ir(traced("inline_ptx_constant"), arch)
 
 

@@ -17,7 +17,8 @@ import pytest
 from lowering import run_pipeline
 from lowering.cutedsl import CompileFailure, compile_ir, trace_ir
 from lowering.mlir import new_context, parse_module
-from lowering.targets import lowers_natively
+from lowering.targets import cutedsl_release, lowers_natively
+from libnvvm_wording import libnvvm_error
 from narrow_float_kernels import CASES, NARROW
 
 ARCHS = ("sm_80", "sm_90a", "sm_100a")
@@ -65,7 +66,7 @@ def test_native_lowering_matches_the_targets_table(case, arch):
     if natively(case, arch):
         compile_ir(traced(case), arch)
     else:
-        with pytest.raises(CompileFailure, match="unsupported operation|not supported on .target"):
+        with pytest.raises(CompileFailure, match=libnvvm_error("unsupported operation|not supported on .target")):
             compile_ir(traced(case), arch)
 
 
@@ -92,8 +93,9 @@ def test_arch_aware_rewrite_keeps_the_hardware_path(case, arch):
         pair = {"f4E2M1FN": ".e2m1x2.", "f8E4M3FN": ".e4m3x2.", "f8E5M2": ".e5m2x2.", "f8E8M0FNU": ".ue8m0x2."}[narrow]
         converts = [line for line in ptx.splitlines() if "cvt." in line and pair in line]
         assert converts, f"no hardware {pair} convert for {arch}"
-        # CuTeDSL 4.8.1 saturates FP4/FP8 but not E8M0 (`cvt.rp.ue8m0x2.f32`, no `.satfinite`,
+        # CuTeDSL 4.8.x saturates FP4/FP8 but not E8M0 (`cvt.rp.ue8m0x2.f32`, no `.satfinite`,
         # which PTX makes optional there): inputs beyond 2^127 and +inf may then differ from
-        # our software path's 0xFE (not measured: no sm_100 GPU). Pinned so a change shows.
-        saturating = narrow != "f8E8M0FNU"
+        # our software path's 0xFE (not measured: no sm_100 GPU). 4.7.0 saturates E8M0 too
+        # (`cvt.rp.satfinite.ue8m0x2.f32`; 4.6.x and 4.7.1 not measured). Pinned so a change shows.
+        saturating = narrow != "f8E8M0FNU" or cutedsl_release() == "4.7.0"
         assert all(("satfinite" in line) == saturating for line in converts), converts

@@ -36,6 +36,7 @@ if importlib.metadata.version("quack-kernels") != QUACK_PIN:
         allow_module_level=True,
     )
 
+from libnvvm_wording import HIDES_THE_LOG, has_libnvvm_error  # noqa: E402
 from quack_kernels import ARCHS, KERNELS  # noqa: E402  (imports cutlass, not quack)
 
 # (kernel, arch) -> the compiler's error without the hook. quack's GEMM with an FP4 output
@@ -113,7 +114,7 @@ def test_unchanged_with_the_hook(compiled, kernel, arch):
 def test_what_fails_without_the_hook_compiles_with_it(compiled, kernel, arch):
     record, plain_ptx, hooked_ptx = _record(compiled, kernel, arch)
     plain, hooked = record["plain"], record["hooked"]
-    assert not plain["ok"] and EXPECTED_REWRITES[kernel, arch] in plain["error"]
+    assert not plain["ok"] and has_libnvvm_error(EXPECTED_REWRITES[kernel, arch], plain["error"])
     assert hooked["ok"], hooked["error"]
     report = _single_report(hooked, arch)
     assert report["rewritten"] > 0, report["summary"]
@@ -124,7 +125,11 @@ def test_what_fails_without_the_hook_compiles_with_it(compiled, kernel, arch):
     added = set(after - before)
     assert all(name.split(".")[0] in PURE_DIALECTS or name in PURE_OPS for name in added), dict(after - before)
     # PTX: CuTeDSL emitted the FP4 cvt (dumped before ptxas rejected it); with the hook, none.
-    assert plain_ptx.count(E2M1_CVT) > 0 and E2M1_CVT not in hooked_ptx
+    # The releases that hide libNVVM's log (tests/libnvvm_wording.py) dump no PTX for the
+    # failing compile, so there only the hooked half can be checked.
+    assert hooked_ptx and E2M1_CVT not in hooked_ptx
+    if not HIDES_THE_LOG:
+        assert plain_ptx and plain_ptx.count(E2M1_CVT) > 0
 
 
 def test_fp4_output_stays_native_on_sm100a(compiled):

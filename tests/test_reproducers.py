@@ -13,10 +13,18 @@ import pytest
 from lowering.repro import cli
 from lowering.repro.cases import STATUSES, WORKAROUNDS, load_cases
 from lowering.repro.constructs import kernel_ir
+from libnvvm_wording import BARE, HIDES_THE_LOG
 from lowering.repro.runner import REPO_ROOT, cutedsl_version, run_cases
 
 PINNED = cutedsl_version()
 CASES = load_cases()
+
+# On a release that hides libNVVM's log (tests/libnvvm_wording.py) the libNVVM cases fail
+# with the bare 'NVVM backend compilation failed', not their own error: `run` reports them
+# `changed` (as recorded for that release), and `report` and `reduce`, which need the case's
+# own error, refuse them (README, "Supported CuTeDSL releases").
+needs_the_libnvvm_log = pytest.mark.skipif(
+    HIDES_THE_LOG, reason=f"CuTeDSL {PINNED} hides libNVVM's log: the libNVVM cases cannot reproduce their own error there")
 
 
 def _cpu_has_avx512_bf16() -> bool:
@@ -76,10 +84,14 @@ def test_run_json_reports_the_headline_failures(capsys):
     for r in records:
         assert {"name", "arch", "status", "workaround"} <= r.keys()
         assert r["status"] in STATUSES and r["workaround"] in WORKAROUNDS
-    seen = {(r["name"], r["arch"]): (r["status"], r["workaround"]) for r in records}
+    seen = {(r["name"], r["arch"]): r for r in records}
+    status = "changed" if HIDES_THE_LOG else "reproduces"
     for name, archs in HEADLINE.items():
         for arch in archs:
-            assert seen[(name, arch)] == ("reproduces", "ok"), (name, arch, seen[(name, arch)])
+            r = seen[(name, arch)]
+            assert (r["status"], r["workaround"]) == (status, "ok"), (name, arch, r)
+            if HIDES_THE_LOG:
+                assert BARE in r["error"], (name, arch, r)
 
 
 def test_bad_arch_and_bad_name_are_errors_not_tracebacks(capsys):
@@ -90,6 +102,7 @@ def test_bad_arch_and_bad_name_are_errors_not_tracebacks(capsys):
     assert "no reproducer named 'nope'" in err and "Traceback" not in err
 
 
+@needs_the_libnvvm_log
 def test_report_is_self_contained(tmp_path):
     out = tmp_path / "report.md"
     assert cli.main(["report", "fp4-truncf-sm90a", "-o", str(out)]) == 0
@@ -99,6 +112,7 @@ def test_report_is_self_contained(tmp_path):
         assert needle in text, needle
 
 
+@needs_the_libnvvm_log
 def test_reducer_shrinks_a_small_input_and_keeps_the_error():
     from lowering.repro.reduce import reduce_file
 
@@ -163,6 +177,7 @@ def test_report_refuses_where_the_case_does_not_reproduce(tmp_path, capsys):
     assert "No report written" in err and "sm_90a with" in err and not out.exists()
 
 
+@needs_the_libnvvm_log
 def test_report_statuses_and_errors_are_the_recorded_ones(tmp_path):
     """Every release in the report with the status MATRIX.md has, the error of every cell
     that fails otherwise, and an expected-behaviour section; the error it leads with is the

@@ -115,6 +115,10 @@ def cmd_report(args) -> int:
             raise UsageError(f"no venv with nvidia-cutlass-dsl=={args.release} (run '{PROG} matrix --versions "
                              f"{args.release}' to create it)")
     try:
+        check_writable(args.output)  # before compiling the case, not after
+    except FileWriteError as e:
+        raise UsageError(str(e)) from None
+    try:
         text = write_report(case, archs[0], args.opt_level, python=python)
     except NotReproducing as e:
         raise UsageError(str(e)) from None
