@@ -10,6 +10,10 @@ The rule, also written for authors at the top of README's first code-bearing sec
   skipped without one;
 - `<!-- readme-test: skip REASON -->`: not run, and the reason says why (a fresh-venv
   install, the test suite itself); use it only where running is impossible here;
+- `<!-- readme-test: installed -->`: the block starts with the install line
+  (`python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[...]' && ...`); the
+  tests run where that install has been done (.ci/run does exactly it), so that prefix is
+  dropped and the rest of the block runs (the test fails if the prefix is not there);
 - `<!-- readme-test: cutedsl 4.8 -->`: what it shows holds for those CuTeDSL releases
   only (a reproducer's error text); skipped with another installed release (CI also
   runs the suite with the lowest supported one);
@@ -34,7 +38,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 RUN_LANGUAGES = {"sh": ["bash", "-e"], "python": [sys.executable]}
-MARKER = re.compile(r"<!--\s*readme-test:\s*(gpu|skip|cutedsl)\b\s*(.*?)\s*-->")
+MARKER = re.compile(r"<!--\s*readme-test:\s*(gpu|skip|cutedsl|installed)\b\s*(.*?)\s*-->")
+# the install prefix of a block marked `installed`: a fresh venv and the editable install
+INSTALL_PREFIX = re.compile(r"\Apython3 -m venv \.venv && \. \.venv/bin/activate && "
+                            r"pip install -e '\.\[[a-z,]+\]' &&\s*(\\\n\s*)?")
 FENCE = re.compile(r"^(`{3,})(\S*)\s*$")
 TIMEOUT_S = 600
 
@@ -44,7 +51,7 @@ class Block:
     line: int  # 1-based line of the opening fence
     language: str
     text: str
-    marker: str | None  # "gpu", "skip", "cutedsl" or None
+    marker: str | None  # "gpu", "skip", "cutedsl", "installed" or None
     reason: str  # what follows the marker: skip's reason, cutedsl's release prefix
 
     @property
@@ -119,6 +126,8 @@ def test_the_rule_finds_blocks_and_markers():
     text = ("# t\n```sh\necho one\n```\n<!-- readme-test: gpu -->\n```python\nprint(2)\n```\n"
             "<!-- readme-test: skip installs a venv -->\n````sh\npip install x\n````\n```\nout\n```\n"
             "<!-- readme-test: cutedsl 4.8 -->\n```sh\nx\n```\n")
+    installed = "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' && \\\n  lowering-opt x\n"
+    assert INSTALL_PREFIX.sub("", installed, count=1) == "lowering-opt x\n"
     found = readme_blocks(text)
     assert [(b.line, b.language, b.marker) for b in found] == [
         (2, "sh", None), (6, "python", "gpu"), (10, "sh", "skip"), (13, "", None), (17, "sh", "cutedsl")]
@@ -134,9 +143,14 @@ def test_readme_block_runs(block: Block, tmp_path: Path):
         pytest.skip(f"README.md:{block.line}: needs a CUDA GPU")
     if block.marker == "cutedsl" and not _release_matches(block.reason):
         pytest.skip(f"README.md:{block.line}: shows CuTeDSL {block.reason}'s behaviour, this is {cutedsl_version()}")
+    text = block.text
+    if block.marker == "installed":
+        installed = INSTALL_PREFIX.sub("", text, count=1)
+        assert installed != text, f"README.md:{block.line}: marked 'installed' but does not start with the install line"
+        text = installed
     work = repository_copy(tmp_path / "repo")
     script = work / f".readme-block-{block.line}"
-    script.write_text(block.text, encoding="utf-8")
+    script.write_text(text, encoding="utf-8")
     proc = subprocess.run([*RUN_LANGUAGES[block.language], str(script)], cwd=work, capture_output=True,
                           text=True, timeout=TIMEOUT_S, env=dict(os.environ))
     assert proc.returncode == 0, (
