@@ -236,6 +236,10 @@ def _walk(op):
                 yield from _walk(inner.operation)
 
 
+# the terminators whose operands the walk reads: yields (scf.if/for/while/index_switch
+# results, loop-carried values) and branches (block arguments, branch conditions)
+_READ_TERMINATORS = frozenset({"scf.yield", "scf.condition", "cf.br", "cf.cond_br"})
+
 _KINDS: dict[str, str] = {}
 
 
@@ -291,7 +295,9 @@ class Uniformity:
         self.threads = Threads(block_shape(func_op))
         self.watch = watch
         self.watch_names = watch_names  # ops kept by name alone, without calling `watch`
-        self._skippable = lambda op: False
+        self._kept: set = set()
+        self._needed: set | None = None  # None: evaluate every op (see `_what_matters`)
+        self._needed_values: set = set()
         self.facts: dict[ir.Value, Fact] = {}
         self.reached: list[Reached] = []
         self._recording = True
@@ -303,7 +309,7 @@ class Uniformity:
                 # function's arguments are whatever its callers pass: assumed uniform,
                 # since CuTeDSL inlines its @cute.jit helpers into the kernel.
                 self.facts[arg] = UNIFORM
-            self._skippable = self._regions_without_watched_ops(func_op)
+            self._what_matters(func_op)
             self._region(body, ())
 
     # -- queries ---------------------------------------------------------------------
@@ -344,6 +350,8 @@ class Uniformity:
         return self._join(operands) if operands else UNIFORM
 
     def _evaluate(self, op) -> None:
+        if self._needed is not None and op not in self._needed:
+            return  # no fact the check reads depends on this op's results
         results = op.results
         if not len(results):
             return
@@ -510,25 +518,91 @@ class Uniformity:
                 conds = conds + (self._not_exited(exits[exits_before:], len(conds)),)
         return _operation(op) if op is not None else None
 
-    def _regions_without_watched_ops(self, func_op):
-        """A test for region-carrying ops that hold no watched op and no exit and yield no
-        result: nothing in them can matter to a watched op, so they are not walked (an
-        NVFP4 kernel's guarded stores, unrolled bodies). Off when `watch` is a predicate."""
+    def _what_matters(self, func_op) -> None:
+        """Decide, once, which ops the walk may leave out when only `watch_names` are watched
+        (off when `watch` is a predicate: then every value's fact is kept).
+
+        `_kept`: the ops that hold a watched op or an exit (the walk must enter them).
+        `_needed`: the ops whose results some fact the check reads depends on: the
+        backward slice, through operands, block arguments and yields, of the watched ops'
+        operands and of everything the walk of a kept op reads (its operands, its regions'
+        yields and branch operands). Evaluating any other op changes no fact that is read;
+        in an NVFP4 or FMHA kernel most ops (layouts, addresses, math) are such ops, and
+        interpreting them was most of this analysis' time."""
         if self.watch is not None:
-            return lambda op: False
-        keep: set = set()
+            return
+        kept: set = set()
+        watched: list = []
+        terminators: dict = {}  # region-carrying op -> the terminators the walk reads in its regions
         markers = set(self.watch_names) | {"nvvm.exit"}
+        func_op = _operation(func_op)
 
         def visit(op):
-            if op.name in markers:
-                parent = op.parent
-                while parent is not None and parent not in keep:
-                    keep.add(parent)
-                    parent = parent.parent
+            name = op.name
+            if name in _READ_TERMINATORS:
+                terminators.setdefault(_operation(op.parent), []).append(op)
+            elif name in markers:
+                watched.append(op)
+                parent = _operation(op.parent)
+                while parent not in kept and parent != func_op:
+                    kept.add(parent)
+                    parent = _operation(parent.parent)
             return ir.WalkResult.ADVANCE
 
         func_op.walk(visit)
-        return lambda op: op not in keep and not len(op.results)
+        # the values whose facts are read: the watched ops' integer operands (a member mask, a
+        # thread count, a barrier id, a column count: `known_int`; not the data a shuffle moves
+        # or the tensors a copy reads), what decides a kept op's paths (an `if` condition, a
+        # loop's bounds), the branches of unstructured control flow
+        pending = [v for op in watched for v in op.operands if _is_integer(v.type)]
+        for op in list(kept) + [func_op]:
+            pending.extend(_deciding_values(op, terminators.get(op, ())))
+        needed_ops: set = set()
+        needed: set = set()
+        while pending:
+            value = pending.pop()
+            if value in needed:
+                continue
+            needed.add(value)
+            pending.extend(self._inputs(value, func_op, terminators, needed_ops))
+        self._kept, self._needed, self._needed_values = kept, needed_ops, needed
+
+    @staticmethod
+    def _inputs(value, func_op, terminators: dict, needed_ops: set) -> list:
+        """The values whose facts `value`'s fact is computed from (adds its defining op to `needed_ops`)."""
+        owner = value.owner
+        if isinstance(owner, ir.Block):
+            op = _operation(owner.owner)
+            if op == func_op and owner == func_op.regions[0].blocks[0]:
+                return []  # a kernel argument
+            if op.name == "scf.for":  # the induction variable, or a carried value
+                index = value.arg_number
+                operands = list(op.operands)
+                if index == 0:
+                    return [operands[0], operands[2]]
+                return [operands[2 + index]] + [list(t.operands)[index - 1] for t in terminators.get(op, ())]
+            # scf.while, a block of unstructured control flow, a region we do not model: all of it
+            return list(op.operands) + [v for t in terminators.get(op, ()) for v in t.operands]
+        op = _operation(owner)
+        needed_ops.add(op)
+        name = op.name
+        if name in ("scf.for", "scf.if", "scf.index_switch"):
+            index = value.result_number
+            operands = list(op.operands)
+            decided_by = operands[:3] + operands[3 + index : 4 + index] if name == "scf.for" else operands[:1]
+            return decided_by + [list(t.operands)[index] for t in terminators.get(op, ())]
+        if name == "scf.while":
+            return list(op.operands) + [v for t in terminators.get(op, ()) for v in t.operands]
+        return list(op.operands)  # an op evaluated from its operands (a region we do not model too)
+
+    def _matters(self, value) -> bool:
+        """Whether some fact the check reads depends on `value`'s (always, without `_what_matters`)."""
+        return self._needed is None or value in self._needed_values
+
+    def _skippable(self, op) -> bool:
+        """A region-carrying op that holds no watched op and no exit, and whose results no read
+        fact depends on: nothing in it can matter to a watched op, so it is not walked."""
+        return self._needed is not None and op not in self._kept and op not in self._needed
 
     def _op(self, op, conds: tuple[Condition, ...]) -> None:
         op = _operation(op)
@@ -631,7 +705,7 @@ class Uniformity:
                     self._set(arg, f)
                 yielded = run()
                 merged = [_merge(a, b, self) for a, b in zip(current, yielded)]
-                if all(_same(a, b) for a, b in zip(current, merged)):
+                if all(_same(a, b) for arg, a, b in zip(block_args, current, merged) if self._matters(arg)):
                     recorded = self._recording
                     break
                 del self.reached[mark:]
@@ -872,6 +946,24 @@ class Uniformity:
             for dest, vals in zip(term.successors, (true_ops, false_ops)):
                 for a, v in zip(dest.arguments, vals):
                     self._set(a, self._join([self.facts.get(a, UNIFORM), self.fact(v), flag]))
+
+
+def _is_integer(t) -> bool:
+    return ir.IntegerType.isinstance(t) or ir.IndexType.isinstance(t)
+
+
+def _deciding_values(op, terminators) -> list:
+    """What the walk of a kept op reads to decide which paths its regions run (the facts of
+    its results and carried values matter only when something needs them)."""
+    name = op.name
+    operands = list(op.operands)
+    if name == "scf.for":
+        return operands[:3]
+    if name in ("scf.if", "scf.index_switch"):
+        return operands[:1]
+    # scf.while (its condition is computed in its regions), unstructured control flow, a
+    # region we do not model (its block arguments take its operands' facts): all of it
+    return operands + [v for t in terminators for v in t.operands]
 
 
 def _segment_sizes(op) -> list[int]:
