@@ -287,7 +287,11 @@ _CASTS = ("arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast", "ari
 
 
 class Uniformity:
-    """The facts of one GPU function. `watch(op)` selects the ops whose conditions are kept in `reached`."""
+    """The facts of one GPU function. `watch(op)` selects the ops whose conditions are kept in `reached`.
+
+    With `watch_names` and no `watch` (what check-collectives asks), only the facts a check
+    of the watched ops can read are computed (see `_what_matters`); `fact()` of any other
+    value says "a value this analysis did not reach"."""
 
     def __init__(self, func_op, watch: Callable[[ir.Operation], bool] | None = None, watch_names: frozenset = frozenset()):
         self.func = func_op
@@ -298,6 +302,7 @@ class Uniformity:
         self._kept: set = set()
         self._needed: set | None = None  # None: evaluate every op (see `_what_matters`)
         self._needed_values: set = set()
+        self._visited_ops: dict | None = None  # per block, the ops `_block` visits (None: all)
         self.facts: dict[ir.Value, Fact] = {}
         self.reached: list[Reached] = []
         self._recording = True
@@ -511,7 +516,7 @@ class Uniformity:
         """Walks the block's ops in order; returns its last op (the terminator)."""
         exits = self.exits
         op = None
-        for op in block.operations:
+        for op in self._ops(block):
             exits_before = len(exits)
             self._op(op, conds)
             if len(exits) > exits_before:
@@ -529,15 +534,17 @@ class Uniformity:
         yields and branch operands). Evaluating any other op changes no fact that is read;
         in an NVFP4 or FMHA kernel most ops (layouts, addresses, math) are such ops, and
         interpreting them was most of this analysis' time."""
-        if self.watch is not None:
+        if self.watch is not None or not self.watch_names:
             return
         kept: set = set()
         watched: list = []
         terminators: dict = {}  # region-carrying op -> the terminators the walk reads in its regions
+        in_order: list = []  # every op, each block's in the block's order
         markers = set(self.watch_names) | {"nvvm.exit"}
         func_op = _operation(func_op)
 
         def visit(op):
+            in_order.append(op)
             name = op.name
             if name in _READ_TERMINATORS:
                 terminators.setdefault(_operation(op.parent), []).append(op)
@@ -566,6 +573,13 @@ class Uniformity:
             needed.add(value)
             pending.extend(self._inputs(value, func_op, terminators, needed_ops))
         self._kept, self._needed, self._needed_values = kept, needed_ops, needed
+        # per block, the ops the walk must visit (in order): the others would only be looked at
+        # and passed over (not watched, not needed, holding nothing watched)
+        visited = kept | needed_ops | set(watched) | {t for ts in terminators.values() for t in ts}
+        self._visited_ops = {}
+        for op in in_order:
+            if op in visited:
+                self._visited_ops.setdefault(op.block, []).append(op)
 
     @staticmethod
     def _inputs(value, func_op, terminators: dict, needed_ops: set) -> list:
@@ -594,6 +608,12 @@ class Uniformity:
         if name == "scf.while":
             return list(op.operands) + [v for t in terminators.get(op, ()) for v in t.operands]
         return list(op.operands)  # an op evaluated from its operands (a region we do not model too)
+
+    def _ops(self, block):
+        """The ops of `block` the walk visits: all, or (with `_what_matters`) those that matter."""
+        if self._visited_ops is None:
+            return block.operations
+        return self._visited_ops.get(block, ())
 
     def _matters(self, value) -> bool:
         """Whether some fact the check reads depends on `value`'s (always, without `_what_matters`)."""
@@ -728,7 +748,8 @@ class Uniformity:
         iv_fact = self._join([lb, step], "the loop's induction variable")
         if iv_fact.level > Scope.CTA:
             iv_fact = Fact(iv_fact.level, None, iv_fact.why or "the loop's induction variable", iv_fact.data)
-        term = _terminator(body)
+        visited = self._ops(body) if self._visited_ops is not None else None
+        term = visited[-1] if visited and visited[-1].name == "scf.yield" else _terminator(body)
 
         def run():
             self._set(iv, iv_fact)
