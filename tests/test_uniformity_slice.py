@@ -1,0 +1,66 @@
+"""The uniformity analysis computes, for check-collectives, only the facts the check can read
+(`Uniformity(func, watch_names=...)`: the backward slice of the watched ops' integer
+operands and of the conditions they run under). These tests hold it to the full analysis
+(`watch=` a predicate: every op evaluated, every region walked) on the same IR: the same
+watched ops reached, under the same conditions (text, level, the threads that pass), and
+the same constants read off the watched ops' integer operands.
+
+The IR: every kernel of tests/collective_kernels.py as CuTeDSL traces it (shared with
+test_check_collectives.py's cache), and every module of testcases/check-collectives.mlir.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from collective_kernels import CASES
+from lowering.analysis.uniformity import Uniformity, gpu_functions
+from lowering.mlir import inert_values, ir, new_context, parse_module
+from lowering.passes.check_collectives import WATCHED
+from test_check_collectives import traced_ir
+
+LIT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "testcases", "check-collectives.mlir")
+
+
+def _lit_modules() -> list[str]:
+    with open(LIT, encoding="utf-8") as f:
+        return f.read().split("// -----")
+
+
+def _condition(c) -> tuple:
+    masks = None if c.masks is None else tuple(np.asarray(m).tobytes() for m in c.masks)
+    return (c.op.name, c.text, c.level, c.data, c.split, masks)
+
+
+def _what_the_check_reads(analysis: Uniformity) -> list:
+    reads = []
+    for r in analysis.reached:
+        integers = [v for v in r.op.operands if ir.IntegerType.isinstance(v.type) or ir.IndexType.isinstance(v.type)]
+        reads.append((r.op.name, str(r.op.location), tuple(_condition(c) for c in r.conditions),
+                      tuple(analysis.known_int(v) for v in integers)))  # fmt: skip
+    return reads
+
+
+def _assert_slice_matches_full(text: str) -> int:
+    with new_context() as context, inert_values():
+        module = parse_module(text, context)
+        functions = list(gpu_functions(module.operation))
+        for func in functions:
+            full = Uniformity(func, watch=lambda op: op.name in WATCHED)
+            sliced = Uniformity(func, watch_names=WATCHED)
+            assert sliced._needed is not None, "the sliced analysis evaluated every op"
+            assert _what_the_check_reads(sliced) == _what_the_check_reads(full)
+        return len(functions)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_slice_reads_what_the_full_analysis_reads_on_the_corpus(name):
+    assert _assert_slice_matches_full(traced_ir(name)) >= 1
+
+
+@pytest.mark.parametrize("index", range(len(_lit_modules())))
+def test_slice_reads_what_the_full_analysis_reads_on_the_lit_cases(index):
+    assert _assert_slice_matches_full(_lit_modules()[index]) >= 1
