@@ -1,5 +1,5 @@
 """The uniformity analysis computes, for check-collectives, only the facts the check can read
-(`Uniformity(func, watch_names=...)`: the backward slice of the watched ops' integer
+(`Uniformity(func, watch_names=..., watch_filter=...)`, as check-collectives asks: the backward slice of the watched ops' integer
 operands and of the conditions they run under). These tests hold it to the full analysis
 (`watch=` a predicate: every op evaluated, every region walked) on the same IR: the same
 watched ops reached, under the same conditions (text, level, the threads that pass), and
@@ -19,7 +19,7 @@ import pytest
 from collective_kernels import CASES
 from lowering.analysis.uniformity import Uniformity, gpu_functions
 from lowering.mlir import inert_values, ir, new_context, parse_module
-from lowering.passes.check_collectives import WATCHED
+from lowering.passes.check_collectives import WATCHED, _is_checked
 from test_check_collectives import traced_ir
 
 LIT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "testcases", "check-collectives.mlir")
@@ -49,8 +49,8 @@ def _assert_slice_matches_full(text: str) -> int:
         module = parse_module(text, context)
         functions = list(gpu_functions(module.operation))
         for func in functions:
-            full = Uniformity(func, watch=lambda op: op.name in WATCHED)
-            sliced = Uniformity(func, watch_names=WATCHED)
+            full = Uniformity(func, watch=lambda op: op.name in WATCHED and _is_checked(op))
+            sliced = Uniformity(func, watch_names=WATCHED, watch_filter=_is_checked)
             assert sliced._needed is not None, "the sliced analysis evaluated every op"
             assert _what_the_check_reads(sliced) == _what_the_check_reads(full)
         return len(functions)

@@ -291,14 +291,18 @@ class Uniformity:
 
     With `watch_names` and no `watch` (what check-collectives asks), only the facts a check
     of the watched ops can read are computed (see `_what_matters`); `fact()` of any other
-    value says "a value this analysis did not reach"."""
+    value says "a value this analysis did not reach". `watch_filter` then narrows the ops
+    so named to those it accepts (an `llvm.inline_asm` that is a collective, not every one)."""
 
-    def __init__(self, func_op, watch: Callable[[ir.Operation], bool] | None = None, watch_names: frozenset = frozenset()):
+    def __init__(self, func_op, watch: Callable[[ir.Operation], bool] | None = None, watch_names: frozenset = frozenset(),
+                 watch_filter: Callable[[ir.Operation], bool] | None = None):
         self.func = func_op
         self.kernel = is_kernel(func_op)
         self.threads = Threads(block_shape(func_op))
         self.watch = watch
         self.watch_names = watch_names  # ops kept by name alone, without calling `watch`
+        self.watch_filter = watch_filter
+        self._watched: set | None = None  # with `_what_matters`: the watched ops
         self._kept: set = set()
         self._needed: set | None = None  # None: evaluate every op (see `_what_matters`)
         self._needed_values: set = set()
@@ -548,7 +552,7 @@ class Uniformity:
             name = op.name
             if name in _READ_TERMINATORS:
                 terminators.setdefault(_operation(op.parent), []).append(op)
-            elif name in markers:
+            elif name in markers and (name == "nvvm.exit" or self.watch_filter is None or self.watch_filter(op)):
                 watched.append(op)
                 parent = _operation(op.parent)
                 while parent not in kept and parent != func_op:
@@ -573,6 +577,7 @@ class Uniformity:
             needed.add(value)
             pending.extend(self._inputs(value, func_op, terminators, needed_ops))
         self._kept, self._needed, self._needed_values = kept, needed_ops, needed
+        self._watched = {op for op in watched if op.name != "nvvm.exit"}
         # per block, the ops the walk must visit (in order): the others would only be looked at
         # and passed over (not watched, not needed, holding nothing watched)
         visited = kept | needed_ops | set(watched) | {t for ts in terminators.values() for t in ts}
@@ -609,6 +614,13 @@ class Uniformity:
             return list(op.operands) + [v for t in terminators.get(op, ()) for v in t.operands]
         return list(op.operands)  # an op evaluated from its operands (a region we do not model too)
 
+    def _is_watched(self, op, name: str) -> bool:
+        if self._watched is not None:
+            return op in self._watched
+        if name in self.watch_names and (self.watch_filter is None or self.watch_filter(op)):
+            return True
+        return self.watch is not None and self.watch(op)
+
     def _ops(self, block):
         """The ops of `block` the walk visits: all, or (with `_what_matters`) those that matter."""
         if self._visited_ops is None:
@@ -627,7 +639,7 @@ class Uniformity:
     def _op(self, op, conds: tuple[Condition, ...]) -> None:
         op = _operation(op)
         name = op.name
-        if self._recording and (name in self.watch_names or (self.watch is not None and self.watch(op))):
+        if self._recording and self._is_watched(op, name):
             self.reached.append(Reached(op, conds))
         if op.regions and self._skippable(op):
             return
