@@ -614,6 +614,15 @@ class Uniformity:
             return list(op.operands) + [v for t in terminators.get(op, ()) for v in t.operands]
         return list(op.operands)  # an op evaluated from its operands (a region we do not model too)
 
+    def _terminator(self, block):
+        """The block's terminator; a yield or branch is the last op `_ops` lists, when it lists
+        them (found without listing a long block's every op)."""
+        if self._visited_ops is not None:
+            visited = self._visited_ops.get(block)
+            if visited and visited[-1].name in _READ_TERMINATORS:
+                return visited[-1]
+        return _terminator(block)
+
     def _is_watched(self, op, name: str) -> bool:
         if self._watched is not None:
             return op in self._watched
@@ -760,8 +769,7 @@ class Uniformity:
         iv_fact = self._join([lb, step], "the loop's induction variable")
         if iv_fact.level > Scope.CTA:
             iv_fact = Fact(iv_fact.level, None, iv_fact.why or "the loop's induction variable", iv_fact.data)
-        visited = self._ops(body) if self._visited_ops is not None else None
-        term = visited[-1] if visited and visited[-1].name == "scf.yield" else _terminator(body)
+        term = self._terminator(body)
 
         def run():
             self._set(iv, iv_fact)
@@ -819,8 +827,8 @@ class Uniformity:
     def _while(self, op, conds) -> None:
         before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
         inits = [self.fact(v) for v in op.operands]
-        term = _terminator(before)
-        after_term = _terminator(after)
+        term = self._terminator(before)
+        after_term = self._terminator(after)
         flag, args = term.operands[0], list(term.operands)[1:]
         # when the carried values are known per thread, the threads looping at each iteration
         simulated = self._simulate_while(op, before, after, inits, conds)
@@ -854,7 +862,7 @@ class Uniformity:
         active = np.ones(n, dtype=bool)
         masks, seen = [], set()
         recording, self._recording = self._recording, False
-        term = _terminator(before)
+        term = self._terminator(before)
 
         def as_fact(v):
             return self._known(v) if isinstance(v, np.ndarray) else v

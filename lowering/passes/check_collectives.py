@@ -156,8 +156,7 @@ class _Checker:
     # -- per function ----------------------------------------------------------------
     def function(self, func) -> None:
         self.counts["functions"] += 1
-        if not _has_watched_op(func):
-            return  # nothing to check: the walk in C++ costs a few ms, the analysis ~30 us per op
+        # with nothing watched, the analysis only walks the function's ops once (to find that out)
         analysis = Uniformity(func, watch_names=WATCHED, watch_filter=_is_checked)
         allocs, deallocs = [], []
         arrivals: dict[str, list[Reached]] = {}
@@ -380,19 +379,6 @@ def _is_checked(op) -> bool:
     """A collective, or a TMEM alloc/dealloc: the ops this check reads (of those named in WATCHED;
     an `llvm.inline_asm` is one only when its PTX is a collective)."""
     return op.name in (TMEM_ALLOC, TMEM_DEALLOC) or collective_of(op) is not None
-
-
-def _has_watched_op(func) -> bool:
-    found = []
-
-    def visit(op):
-        if op.name in WATCHED and _is_checked(op):
-            found.append(True)
-            return ir.WalkResult.INTERRUPT
-        return ir.WalkResult.ADVANCE
-
-    func.walk(visit)
-    return bool(found)
 
 
 def id_of(op) -> int:
