@@ -330,8 +330,9 @@ class Uniformity:
         f = self.facts.get(value)
         if f is None or not f.known:
             return None
-        v = np.unique(f.values)
-        return int(v[0]) if v.size == 1 else None
+        # (not np.unique: its first call imports numpy.ma, ~25 ms inside the first compile checked)
+        first = f.values.flat[0]
+        return int(first) if (f.values == first).all() else None
 
     # -- facts -----------------------------------------------------------------------
     def _set(self, value: ir.Value, fact: Fact) -> None:
