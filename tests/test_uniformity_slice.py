@@ -64,3 +64,46 @@ def test_slice_reads_what_the_full_analysis_reads_on_the_corpus(name):
 @pytest.mark.parametrize("index", range(len(_lit_modules())))
 def test_slice_reads_what_the_full_analysis_reads_on_the_lit_cases(index):
     assert _assert_slice_matches_full(_lit_modules()[index]) >= 1
+
+
+# A loop carrying a lane value that never changes (`l`), and an unrelated chain `a <- tid, b <- a,
+# ... e <- d` that needs more fixpoint rounds than the analysis allows. The full analysis gives
+# up on the whole loop (every carried value per-thread, so `l < 16` only "may diverge"); the
+# sliced one never evaluates the chain (no check reads it) and keeps `l` exact: the shuffle
+# under `l < 16` is reached by lanes 0-15 of every warp, the planted bug it is.
+UNSETTLED_CHAIN = """
+gpu.module @kernels {
+  gpu.func @k(%n: index) kernel attributes {nvvm.reqntid = array<i32: 128, 1, 1>} {
+    %tid = nvvm.read.ptx.sreg.tid.x : i32
+    %c32 = arith.constant 32 : i32
+    %lane = arith.remui %tid, %c32 : i32
+    %c0 = arith.constant 0 : i32
+    %c16 = arith.constant 16 : i32
+    %m = arith.constant -1 : i32
+    %f = arith.constant 1.0 : f32
+    %i0 = arith.constant 0 : index
+    %i1 = arith.constant 1 : index
+    %r:6 = scf.for %i = %i0 to %n step %i1 iter_args(%l = %lane, %a = %c0, %b = %c0, %c = %c0, %d = %c0, %e = %c0)
+        -> (i32, i32, i32, i32, i32, i32) {
+      %lt = arith.cmpi slt, %l, %c16 : i32
+      scf.if %lt {
+        %s = nvvm.shfl.sync bfly %m, %f, %c16, %c32 : f32 -> f32
+      }
+      scf.yield %l, %tid, %a, %b, %c, %d : i32, i32, i32, i32, i32, i32
+    }
+    gpu.return
+  }
+}
+"""
+
+
+def test_an_unread_carried_value_that_does_not_settle_leaves_the_read_ones_exact():
+    from lowering.passes.check_collectives import check_collectives
+
+    with new_context() as context:
+        diagnostics = check_collectives(parse_module(UNSETTLED_CHAIN, context))
+    errors = [d for d in diagnostics if d.severity == "error"]
+    assert len(errors) == 1 and "nvvm.shfl.sync" in errors[0].message, [d.format() for d in diagnostics]
+    assert "lanes 0-15 of every warp" in errors[0].message
+    assert errors[0].location.line == UNSETTLED_CHAIN.splitlines().index(
+        next(line for line in UNSETTLED_CHAIN.splitlines() if "nvvm.shfl.sync" in line)) + 1
