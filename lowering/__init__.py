@@ -20,6 +20,7 @@ from lowering.hook import (
     reports,
     uninstall,
 )
+from lowering.passes.check_collectives import check_collectives
 from lowering.pipeline import Pipeline, PipelineResult, run_pipeline
 from lowering.registry import get_pass, list_passes
 
@@ -27,6 +28,7 @@ __all__ = [
     "PreloweringError",
     "PreloweringReport",
     "auto_pipeline",
+    "check_collectives",
     "install",
     "install_from_env",
     "last_report",

@@ -27,6 +27,7 @@ from lowering.diagnostics import (
 from lowering.mlir import ir, passmanager, plain_values
 from lowering.registry import OptionError, PassInfo, get_pass
 from lowering.rewriting import PassCrash
+import lowering.passes  # noqa: F401  (each pass registers itself in the registry on import)
 
 PIPELINE_BUFFER = "<pass-pipeline>"
 

@@ -127,15 +127,11 @@ def register_pass(name: str, options: tuple[Option, ...] = ()) -> Callable[[type
     return decorate
 
 
-def _load_passes() -> None:
-    import lowering.passes  # noqa: F401  (each module registers itself on import)
-
-
 def get_pass(name: str) -> PassInfo | None:
-    _load_passes()
+    """The pass registered under `name` (the passes register themselves when `lowering.passes`
+    is imported, which `lowering.pipeline` does: the table itself imports nothing above it)."""
     return _REGISTRY.get(name)
 
 
 def list_passes() -> list[PassInfo]:
-    _load_passes()
     return sorted(_REGISTRY.values(), key=lambda p: p.name)
