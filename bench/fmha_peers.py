@@ -18,8 +18,8 @@ scales must be bit-identical). Accuracy (ACCURACY_CASES): max |out - ref| agains
 reference for ours, FA3 and FA4 on the same inputs; ours must not exceed the larger of theirs.
 
 TFLOP/s = 4 * B * Hq * D * (unmasked (query, key) pairs). `--variants` also times our kernel
-with other knob settings of `kernels.fmha_sm90` (VARIANTS; "before" is the kernel as committed
-before this bench's session, bench/h200/fmha_peers/fmha_sm90_before.py) on VARIANT_CASES.
+with other knob settings of `kernels.fmha_sm90` (VARIANTS; "before" is the kernel as committed at
+BEFORE_REV, read from git history or FMHA_BEFORE_FILE) on VARIANT_CASES.
 
 Writes DIR/fmha_peers.json (every row), DIR/fmha_peers.md (the tables) and, with --results,
 read-modify-writes only the `fmha_*` keys of that results file (entries `fmha_<case>` with
@@ -35,8 +35,11 @@ import functools
 import importlib.util
 import json
 import math
+import os
 import pathlib
+import subprocess
 import sys
+import tempfile
 import traceback
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -227,10 +230,26 @@ def nvfp4_epilogue(torch, rows: list):
         del q, k, v
 
 
+# the kernel the "before" variant times: kernels/fmha_sm90.py as committed before the Config /
+# persistent changes (the source measured as "before" in bench/RESULTS.md, run1-run3)
+BEFORE_REV = "0e21c00"
+
+
 @functools.cache
 def load_before():
-    """kernels.fmha_sm90 as it was before this session (a copy kept with the raw results)."""
-    path = ROOT / "bench" / "h200" / "fmha_peers" / "fmha_sm90_before.py"
+    """kernels.fmha_sm90 at BEFORE_REV: read from git history, or from the file named by
+    FMHA_BEFORE_FILE where the tree has no history (the GPU machine: stage it with
+    `git show 0e21c00:kernels/fmha_sm90.py > .dev/fmha_sm90_before.py` and carry .dev)."""
+    path = os.environ.get("FMHA_BEFORE_FILE")
+    if not path:
+        try:
+            source = subprocess.run(["git", "show", f"{BEFORE_REV}:kernels/fmha_sm90.py"], cwd=ROOT,
+                                    capture_output=True, text=True, check=True).stdout
+        except (OSError, subprocess.CalledProcessError) as e:
+            raise SystemExit(f"fmha_peers: the 'before' variant needs git history ({BEFORE_REV}) or "
+                             f"FMHA_BEFORE_FILE naming that kernel file: {e}") from None
+        path = pathlib.Path(tempfile.mkdtemp(prefix="fmha_before_")) / "fmha_sm90_before.py"
+        path.write_text(source)
     spec = importlib.util.spec_from_file_location("kernels.fmha_sm90_before", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
