@@ -424,6 +424,36 @@ def test_tile_epilogue_matches_quantize(dtype, d, swizzled, m):
 
 
 # --- quantize with the global scale computed: partial maxima reduced by the quantize kernel ----------
+def _amax_case(torch, dtype: str, case: str, seed: int, device: str):
+    """An input for the global-scale tests: random x5, with the case's specials planted."""
+    gen = torch.Generator(device=device).manual_seed(seed)
+    # looping_grid: 2^24 elements = 512 amax tiles over AMAX_CTAS = 256 CTAs, each CTA reduces two
+    shape = {"tail": (3, 48), "last_block": (64, 4096), "one_huge": (64, 4096), "looping_grid": (4096, 4096)}.get(case, (1000, 1024))
+    x = (torch.randn(shape, generator=gen, device=device) * 5).to(getattr(torch, dtype))
+    if case == "specials":  # NaN and inf are skipped; the largest finite value wins
+        x.view(-1)[::97] = float("nan")
+        x.view(-1)[5::101] = float("inf")
+        x.view(-1)[7::103] = -float("inf")
+        x.view(-1)[123] = -300.0
+    elif case == "zeros":
+        x.zero_()
+    elif case in ("last_block", "one_huge", "looping_grid"):
+        x.view(-1)[-1] = -1000.0  # in the last block of the last CTA (of a CTA's second tile for looping_grid)
+    elif case == "all_nonfinite":
+        x.view(-1)[::2] = float("nan")
+        x.view(-1)[1::2] = float("inf")
+    elif case == "strided":
+        x = x[:, ::2]  # not contiguous: the torch path
+    return x
+
+
+def _torch_global_scale(torch, x):
+    """448*6/amax(|x|) over the finite values (1 when that is 0), by torch ops: IEEE division."""
+    a = x.float().abs()
+    amax = torch.where(torch.isfinite(a), a, torch.zeros((), device=x.device)).amax()
+    return torch.where(amax > 0, torch.full_like(amax, 2688.0) / amax, torch.ones_like(amax))
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
 @pytest.mark.parametrize("case", ["random", "specials", "zeros", "tail", "last_block", "looping_grid", "all_nonfinite"])
@@ -432,26 +462,9 @@ def test_quantize_computed_scale_matches_torch(dtype, case):
     torch = _cuda()
     from kernels import nvfp4
 
-    gen = torch.Generator(device="cuda").manual_seed(11)
-    # looping_grid: 2^24 elements = 512 amax tiles over AMAX_CTAS = 256 CTAs, each CTA reduces two
-    shape = {"tail": (3, 48), "last_block": (64, 4096), "looping_grid": (4096, 4096)}.get(case, (1000, 1024))
-    x = (torch.randn(shape, generator=gen, device="cuda") * 5).to(getattr(torch, dtype))
-    if case == "specials":  # NaN and inf are skipped; the largest finite value wins
-        x.view(-1)[::97] = float("nan")
-        x.view(-1)[5::101] = float("inf")
-        x.view(-1)[7::103] = -float("inf")
-        x.view(-1)[123] = -300.0
-    elif case == "zeros":
-        x.zero_()
-    elif case in ("last_block", "looping_grid"):
-        x.view(-1)[-1] = -1000.0  # in the last block, of a CTA's second tile for looping_grid
-    elif case == "all_nonfinite":
-        x.view(-1)[::2] = float("nan")
-        x.view(-1)[1::2] = float("inf")
+    x = _amax_case(torch, dtype, case, seed=11, device="cuda")
     packed, scales, gs = nvfp4.quantize(x)
-    a = x.float().abs()
-    amax = torch.where(torch.isfinite(a), a, torch.zeros((), device="cuda")).amax()
-    want = torch.where(amax > 0, torch.full_like(amax, 2688.0) / amax, torch.ones_like(amax))  # IEEE division
+    want = _torch_global_scale(torch, x)
     assert gs.shape == () and gs.dtype == torch.float32
     assert gs.item() == want.item(), (case, gs.item(), want.item())
     want_packed, want_scales, _ = nvfp4.quantize(x, want)
@@ -467,23 +480,8 @@ def test_global_scale_kernel_matches_torch(dtype, case):
     torch = _cuda()
     from kernels import nvfp4
 
-    gen = torch.Generator(device="cuda").manual_seed(7)
-    shape = {"tail": (3, 48), "one_huge": (64, 4096), "looping_grid": (4096, 4096)}.get(case, (1000, 1024))
-    x = (torch.randn(shape, generator=gen, device="cuda") * 5).to(getattr(torch, dtype))
-    if case == "specials":  # NaN and inf are skipped; the largest finite value wins
-        x.view(-1)[::97] = float("nan")
-        x.view(-1)[5::101] = float("inf")
-        x.view(-1)[7::103] = -float("inf")
-        x.view(-1)[123] = -300.0
-    elif case == "zeros":
-        x.zero_()
-    elif case in ("one_huge", "looping_grid"):
-        x.view(-1)[-1] = -1000.0  # in the last block of the last CTA (of its second tile for looping_grid)
-    elif case == "strided":
-        x = x[:, ::2]  # not contiguous: the torch path
+    x = _amax_case(torch, dtype, case, seed=7, device="cuda")
     got = nvfp4.compute_global_scale(x)
-    a = x.float().abs()
-    amax = torch.where(torch.isfinite(a), a, torch.zeros((), device="cuda")).amax()
-    want = torch.where(amax > 0, torch.full_like(amax, 2688.0) / amax, torch.ones_like(amax))  # IEEE division
+    want = _torch_global_scale(torch, x)
     assert got.shape == () and got.dtype == torch.float32
     assert got.item() == want.item(), (case, got.item(), want.item())
