@@ -142,7 +142,8 @@ def ours(arch: str) -> list:
         builders.append((f"nvfp4_quantize_{dtype}", lambda d=dtype: nvfp4.compile_quantize.__wrapped__(d, arch)))
     builders += [
         ("nvfp4_quantize_fptosi", lambda: nvfp4.compile_quantize.__wrapped__("bfloat16", arch, "fptosi")),
-        ("nvfp4_quantize_scale_from_amax", lambda: nvfp4.compile_quantize.__wrapped__("bfloat16", arch, scale_from_amax=True)),
+        ("nvfp4_quantize_scale_from_amax", lambda: nvfp4.compile_quantize.__wrapped__("bfloat16", arch, scale="partials")),
+        ("nvfp4_quantize_scale_every_cta", lambda: nvfp4.compile_quantize.__wrapped__("bfloat16", arch, scale="every_cta")),
         ("nvfp4_amax", lambda: nvfp4.compile_amax.__wrapped__("bfloat16", arch)),
         ("nvfp4_dequantize_bf16", lambda: nvfp4.compile_dequantize.__wrapped__("bfloat16", arch)),
         ("nvfp4_dequantize_f32", lambda: nvfp4.compile_dequantize.__wrapped__("float32", arch)),

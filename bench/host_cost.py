@@ -7,7 +7,8 @@ Host cost = the wall-clock time until a call returns, for `CALLS` back-to-back c
 (few enough that the launch queue never fills, so the GPU's own time does not show),
 median over `ROUNDS` rounds, garbage collection off during a round. The cases:
 - ours: `nvfp4.quantize(x 16x7168 bf16, global_scale)`, `nvfp4.quantize(x)` (the global
-  scale computed on the device), `nvfp4.compute_global_scale(x)` (reported, no entry),
+  scale computed on the device: one launch at this size), the same for x 64x7168 (two
+  launches: reported, no entry), `nvfp4.compute_global_scale(x)` (reported, no entry),
   `fmha.attention` decode (q 1x1x32x128, k/v 1x4096x8x128);
 - peer: torch SDPA on the same decode shapes (`enable_gqa`), and `x.abs().amax()`;
 - the calling convention alone, same kernel and preallocated outputs: CuTeDSL's
@@ -85,6 +86,7 @@ def main_gpu(out: pathlib.Path):
     arch = arch_of(dev)
     g = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn(16, 7168, generator=g, device="cuda").to(torch.bfloat16)
+    x_large = torch.randn(64, 7168, generator=g, device="cuda").to(torch.bfloat16)  # past ONE_LAUNCH_MAX_ELEMENTS: two launches
     q = torch.randn(1, 1, 32, 128, generator=g, device="cuda").to(torch.bfloat16)
     k = torch.randn(1, 4096, 8, 128, generator=g, device="cuda").to(torch.bfloat16)
     v = torch.randn(1, 4096, 8, 128, generator=g, device="cuda").to(torch.bfloat16)
@@ -96,7 +98,7 @@ def main_gpu(out: pathlib.Path):
     packed = torch.empty(16, 3584, dtype=torch.uint8, device="cuda")
     scales = torch.empty(16, 448, dtype=torch.uint8, device="cuda")
     direct_q = nvfp4.compile_quantize("bfloat16", arch, "plain")
-    ffi_q = ops._quantize_launch(x, "plain", False)
+    ffi_q = ops._quantize_launch(x, "plain", "given")
     o = torch.empty_like(q)
     lse = torch.empty(1, 32, 1, dtype=torch.float32, device="cuda")
     direct_a = fmha.compile_attention("bfloat16", 128, False, (-1, -1), False, arch)
@@ -129,6 +131,7 @@ def main_gpu(out: pathlib.Path):
         "amax_expr": lambda: x.abs().amax(),
         "quantize_given_scale": lambda: nvfp4.quantize(x, gs),
         "quantize_computed_scale": lambda: nvfp4.quantize(x),
+        "quantize_computed_scale_64x7168": lambda: nvfp4.quantize(x_large),
         "compute_global_scale": lambda: nvfp4.compute_global_scale(x),
         "attention_decode": lambda: fmha.attention(q, k, v),
         "op_quantize_given_scale": lambda: torch.ops.cute_lowering.nvfp4_quantize(x, gs),

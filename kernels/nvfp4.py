@@ -145,15 +145,25 @@ def quantize_tile_rows(tile, codes, scales, rows_valid, gs, inv_gs, tidx, thread
 GLOBAL_SCALE_NUMERATOR = 448.0 * 6.0  # E4M3 max * E2M1 max: the global scale is this / amax
 
 
-def _make_quantize(variant: str, per_thread: int, scale_from_amax: bool = False):
-    """The quantize kernel; with `scale_from_amax`, `g` holds the amax kernel's partial maxima and the kernel derives the global scale.
+# Where the quantize kernel gets the global scale from (`compile_quantize`'s `scale`):
+#   "given":     g[0], the caller's;
+#   "partials":  448*6 / max of the amax kernel's per-CTA maxima, launched just before it
+#                (two launches, one host call): any size;
+#   "every_cta": each CTA reads all of x for the amax itself, then quantizes its tile (one
+#                launch): redundant reads that stay in L2, cheaper than a second launch for
+#                small x only (ONE_LAUNCH_MAX_ELEMENTS, measured).
+SCALE_SOURCES = ("given", "partials", "every_cta")
+ONE_LAUNCH_MAX_ELEMENTS = 1 << 17  # "every_cta" up to this many elements (128 K: a 16 x 7168 decode activation is 112 K)
 
-    That variant reduces the partials (`amax_ctas(n)` of them, one per thread: every
-    CTA needs the global scale, and max is exact in any order), computes 448*6/amax (1
-    when amax is 0; IEEE division, as the torch formula in `compute_global_scale`) and
-    CTA 0's thread 0 writes it to `g_out`: quantize with the global scale computed is
-    then amax + quantize, two launches from one host function into uninitialised buffers
-    (no fill, no atomics), instead of amax, five small torch ops and quantize.
+
+def _make_quantize(variant: str, per_thread: int, scale: str = "given"):
+    """The quantize kernel; `scale` (SCALE_SOURCES): where the global scale comes from.
+
+    "partials": `g` holds the amax kernel's partial maxima (`amax_ctas(n)` of them, one
+    per thread: every CTA needs the global scale, and max is exact in any order);
+    "every_cta": every CTA reduces all of x itself. Both compute 448*6/amax (1 when amax
+    is 0; IEEE division, as the torch formula in `compute_global_scale`) and CTA 0's
+    thread 0 writes it to `g_out`: no fill, no atomics, no torch ops in between.
     """
     to_e2m1 = e2m1_fptosi if variant == "fptosi" else e2m1_plain
     step = THREADS * per_thread
@@ -168,8 +178,11 @@ def _make_quantize(variant: str, per_thread: int, scale_from_amax: bool = False)
         tidx, _, _ = cute.arch.thread_idx()
         bidx, _, _ = cute.arch.block_idx()
         first = bidx * step + tidx
-        if cutlass.const_expr(scale_from_amax):
-            gs = _scale_from_partials(g, tidx)
+        if cutlass.const_expr(scale != "given"):
+            if cutlass.const_expr(scale == "partials"):
+                gs = _scale_from_partials(g, tidx)
+            else:
+                gs = _scale_from_amax(_cta_max(_thread_amax(xb, tidx, 0, 1), tidx))
             if bidx == 0:
                 if tidx == 0:
                     g_out[0] = gs
@@ -194,16 +207,17 @@ def _make_quantize(variant: str, per_thread: int, scale_from_amax: bool = False)
 
     @cute.jit
     def quantize(x: cute.Pointer, q: cute.Pointer, s: cute.Pointer, g: cute.Pointer, n: cutlass.Int32, stream: cuda.CUstream):
+        # g: the global scale, read ("given") or written ("every_cta")
         blocks = n // BLOCK
         grid = (blocks + step - 1) // step
         quantize_kernel(*_flat_tensors((x, n), (q, n // 8), (s, blocks), (g, 1), (g, 1))).launch(
             grid=(grid, 1, 1), block=(THREADS, 1, 1), stream=stream
         )
 
-    amax_partials = _make_amax(partials=True) if scale_from_amax else None
+    amax_partials = _make_amax(partials=True) if scale == "partials" else None
 
     @cute.jit
-    def quantize_scale_from_amax(
+    def quantize_scale_from_partials(
         x: cute.Pointer, q: cute.Pointer, s: cute.Pointer, partials: cute.Pointer, g_out: cute.Pointer, n: cutlass.Int32, stream: cuda.CUstream
     ):
         # both launches from one host call (one TVM-FFI call a quantize): the partial maxima, then quantize
@@ -214,7 +228,7 @@ def _make_quantize(variant: str, per_thread: int, scale_from_amax: bool = False)
             grid=(grid, 1, 1), block=(THREADS, 1, 1), stream=stream
         )
 
-    return quantize_scale_from_amax if scale_from_amax else quantize
+    return quantize_scale_from_partials if scale == "partials" else quantize
 
 
 def _make_dequantize(out_type):
@@ -269,14 +283,40 @@ def _cta_max(value: F32, tidx: cutlass.Int32) -> F32:
 
 
 @cute.jit
+def _thread_amax(xb: cute.Tensor, tidx: cutlass.Int32, first_tile: cutlass.Int32, tile_stride: cutlass.Int32) -> F32:
+    """This thread's max |x| over the finite elements of tiles first_tile, first_tile + tile_stride, ...
+
+    A tile is THREADS * AMAX_BLOCKS_PER_THREAD 16-element blocks (xb: [16, blocks]); the
+    loads of one tile are issued together. 0 when the thread sees no finite element.
+    """
+    step = THREADS * AMAX_BLOCKS_PER_THREAD
+    blocks = cute.size(xb, mode=[1])
+    best = F32(0.0)
+    for tile in cutlass.range(first_tile, (blocks + step - 1) // step, tile_stride):
+        for i in cutlass.range_constexpr(AMAX_BLOCKS_PER_THREAD):
+            b = tile * step + i * THREADS + tidx
+            if b < blocks:
+                v = abs(xb[(None, b)].load().to(F32))
+                for j in cutlass.range_constexpr(BLOCK):
+                    # finite only: NaN and inf fail the compare
+                    best = cute.arch.fmax(best, cutlass.select_(v[j] < F32.inf, v[j], F32(0.0)))
+    return best
+
+
+@cute.jit
+def _scale_from_amax(amax: F32) -> F32:
+    """448*6 / amax, 1 when amax is 0 (IEEE division, as the torch formula in `compute_global_scale_eager`)."""
+    return cutlass.select_(amax > F32(0.0), F32(GLOBAL_SCALE_NUMERATOR) / amax, F32(1.0))
+
+
+@cute.jit
 def _scale_from_partials(partials: cute.Tensor, tidx: cutlass.Int32) -> F32:
     """448*6 / max(partials) (1 when 0; IEEE division, as the torch formula in
     `compute_global_scale_eager`), in every thread of a CTA: one partial per thread."""
     partial = F32(0.0)
     if tidx < cute.size(partials):
         partial = partials[tidx]
-    amax = _cta_max(partial, tidx)
-    return cutlass.select_(amax > F32(0.0), F32(GLOBAL_SCALE_NUMERATOR) / amax, F32(1.0))
+    return _scale_from_amax(_cta_max(partial, tidx))
 
 
 def _make_global_scale():
@@ -311,25 +351,14 @@ def _make_amax(partials: bool = False):
     quantize build reduces it); otherwise it adds one `atomic_fmax` to out[0], which
     starts at 0.
     """
-    step = THREADS * AMAX_BLOCKS_PER_THREAD
 
     @cute.kernel
     def amax_kernel(x: cute.Tensor, out: cute.Tensor):
         xb = cute.zipped_divide(x, (BLOCK,))
-        blocks = cute.size(xb, mode=[1])
         tidx, _, _ = cute.arch.thread_idx()
         bidx, _, _ = cute.arch.block_idx()
         grid, _, _ = cute.arch.grid_dim()
-        best = F32(0.0)
-        for tile in cutlass.range(bidx, (blocks + step - 1) // step, grid):
-            for i in cutlass.range_constexpr(AMAX_BLOCKS_PER_THREAD):
-                b = tile * step + i * THREADS + tidx
-                if b < blocks:
-                    v = abs(xb[(None, b)].load().to(F32))
-                    for j in cutlass.range_constexpr(BLOCK):
-                        # finite only: NaN and inf fail the compare
-                        best = cute.arch.fmax(best, cutlass.select_(v[j] < F32.inf, v[j], F32(0.0)))
-        best = _cta_max(best, tidx)
+        best = _cta_max(_thread_amax(xb, tidx, bidx, grid), tidx)
         if tidx == 0:
             if cutlass.const_expr(partials):
                 out[bidx] = best
@@ -406,17 +435,21 @@ def compile_quantize(
     per_thread: int = BLOCKS_PER_THREAD,
     *,
     tvm_ffi: bool = False,
-    scale_from_amax: bool = False,
+    scale: str = "given",
 ):
     """The compiled quantize kernel for `in_dtype` ('bfloat16', 'float16', 'float32') and `arch`.
 
     `variant`: "plain" (`.to(Float4E2M1FN)`) or "fptosi" (the comparison build).
     `per_thread`: 16-element blocks per thread (the tuning knob, overridable for
-    measurements). `scale_from_amax`: the build that computes the global scale too: it
-    launches the partial-maxima amax kernel (`compile_amax(..., partials=True)`) into
-    `partials` (`amax_ctas(n)` f32, uninitialised), then the quantize kernel that reduces
-    them and writes the global scale it derives (arguments x, q, s, partials,
-    global_scale_out, n, stream).
+    measurements). `scale` (SCALE_SOURCES):
+    - "given": arguments x, q, s, global_scale, n, stream;
+    - "partials": the build that computes the global scale too: it launches the
+      partial-maxima amax kernel (`compile_amax(..., partials=True)`) into `partials`
+      (`amax_ctas(n)` f32, uninitialised), then the quantize kernel that reduces them and
+      writes the global scale it derives (arguments x, q, s, partials, global_scale_out,
+      n, stream);
+    - "every_cta": one launch, every CTA reads all of x for the amax (for n up to
+      ONE_LAUNCH_MAX_ELEMENTS); arguments x, q, s, global_scale_out, n, stream.
     `tvm_ffi`: the TVM-FFI calling convention (see TVM_FFI_OPTION). Works without a
     GPU for any arch.
     """
@@ -424,10 +457,12 @@ def compile_quantize(
         raise ValueError(f"input dtype must be one of {sorted(INPUT_TYPES)}, not {in_dtype!r}")
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
+    if scale not in SCALE_SOURCES:
+        raise ValueError(f"scale must be one of {SCALE_SOURCES}, not {scale!r}")
     pipeline = fptosi_pipeline(arch) if variant == "fptosi" else "auto"
     x, q, s, g = _pointer_args(INPUT_TYPES[in_dtype], *[_TRACE_ADDRESS] * 4)
-    pointers = (x, q, s, g, _f32_pointer(_TRACE_ADDRESS)) if scale_from_amax else (x, q, s, g)
-    return _build(_make_quantize(variant, per_thread, scale_from_amax), pointers, arch, pipeline, tvm_ffi)
+    pointers = (x, q, s, g, _f32_pointer(_TRACE_ADDRESS)) if scale == "partials" else (x, q, s, g)
+    return _build(_make_quantize(variant, per_thread, scale), pointers, arch, pipeline, tvm_ffi)
 
 
 @functools.cache
@@ -435,7 +470,7 @@ def compile_amax(in_dtype: str = "bfloat16", arch: str = "sm_90a", *, tvm_ffi: b
     """The compiled global-amax kernel (finite elements) for `in_dtype` and `arch`.
 
     Arguments x, out, n, stream. `partials`: out is `amax_ctas(n)` uninitialised f32 that
-    get the per-CTA maxima (what `compile_quantize(..., scale_from_amax=True)` takes);
+    get the per-CTA maxima (what `compile_quantize(..., scale="partials")` takes);
     otherwise out is one f32, zeroed by the caller, that gets the maximum.
     """
     if in_dtype not in INPUT_TYPES:

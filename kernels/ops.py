@@ -119,13 +119,13 @@ def _quantize_ok(x, gs, variant) -> bool:
     )
 
 
-def _quantize_launch(x, variant: str, scale_from_amax: bool):
-    key = ("quantize", x.dtype, x.get_device(), variant, scale_from_amax)
+def _quantize_launch(x, variant: str, scale: str):
+    key = ("quantize", x.dtype, x.get_device(), variant, scale)
     entry = _LAUNCHERS.get(key)
     if entry is not None:
         return entry[0]
     arch = _arch(x.get_device())
-    return _launcher(key, lambda: nvfp4.compile_quantize(VALUE_DTYPES[x.dtype], arch, variant, tvm_ffi=True, scale_from_amax=scale_from_amax))
+    return _launcher(key, lambda: nvfp4.compile_quantize(VALUE_DTYPES[x.dtype], arch, variant, tvm_ffi=True, scale=scale))
 
 
 def quantize_impl(x: Tensor, global_scale: Tensor, variant: str = "plain") -> tuple[Tensor, Tensor]:
@@ -137,7 +137,7 @@ def quantize_impl(x: Tensor, global_scale: Tensor, variant: str = "plain") -> tu
     scales = x.new_empty((m, k // _BLOCK), dtype=_U8)
     if m * k:
         device = x.get_device()
-        _quantize_launch(x, variant, False)(
+        _quantize_launch(x, variant, "given")(
             x.data_ptr(), packed.data_ptr(), scales.data_ptr(), global_scale.data_ptr(), m * k, _stream(device)
         )
     return packed, scales
@@ -146,24 +146,32 @@ def quantize_impl(x: Tensor, global_scale: Tensor, variant: str = "plain") -> tu
 def quantize_computing_scale_impl(x: Tensor, variant: str = "plain") -> tuple[Tensor, Tensor, Tensor]:
     """x [M, K] -> (packed, scales, global scale f32 0-d = 448*6/amax(|x|) over the finite values, 1 if 0).
 
-    One TVM-FFI call, two launches: the amax kernel writes per-CTA partial maxima into an
-    uninitialised buffer, then the quantize kernel reduces them in every CTA, derives the
-    global scale and writes it out (no torch ops in between, no zero fill: allocations only).
+    No torch ops in between, no fill: allocations and one TVM-FFI call. Up to
+    `nvfp4.ONE_LAUNCH_MAX_ELEMENTS` one launch (every CTA reduces all of x itself, from
+    L2); beyond, two: the amax kernel writes per-CTA partial maxima into an uninitialised
+    buffer, then the quantize kernel reduces them in every CTA (see `nvfp4.SCALE_SOURCES`).
     """
     if not _quantize_ok(x, None, variant):
         nvfp4.check_quantize_input(x, None, variant)
     m, k = x.shape
     packed = x.new_empty((m, k // 2), dtype=_U8)
     scales = x.new_empty((m, k // _BLOCK), dtype=_U8)
-    if not m * k:
+    n = m * k
+    if not n:
         return packed, scales, x.new_ones((), dtype=_F32)
+    if n <= nvfp4.ONE_LAUNCH_MAX_ELEMENTS:
+        scale = x.new_empty((), dtype=_F32)
+        _quantize_launch(x, variant, "every_cta")(
+            x.data_ptr(), packed.data_ptr(), scales.data_ptr(), scale.data_ptr(), n, _stream(x.get_device())
+        )
+        return packed, scales, scale
     # [global scale, the amax kernel's partial maxima]: one allocation, every element written
     # by the kernels, addressed by pointer arithmetic; the op returns element 0 (a view is
     # cheaper than a second allocation)
-    scale_and_partials = x.new_empty((1 + nvfp4.amax_ctas(m * k),), dtype=_F32)
+    scale_and_partials = x.new_empty((1 + nvfp4.amax_ctas(n),), dtype=_F32)
     scale_ptr = scale_and_partials.data_ptr()
-    _quantize_launch(x, variant, True)(
-        x.data_ptr(), packed.data_ptr(), scales.data_ptr(), scale_ptr + 4, scale_ptr, m * k, _stream(x.get_device())
+    _quantize_launch(x, variant, "partials")(
+        x.data_ptr(), packed.data_ptr(), scales.data_ptr(), scale_ptr + 4, scale_ptr, n, _stream(x.get_device())
     )
     return packed, scales, scale_and_partials[0]
 

@@ -134,12 +134,13 @@ def test_import_needs_no_torch():
 # --- compiles, no GPU ------------------------------------------------------------------------
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
-def test_quantize_compiles(arch, dtype):
+@pytest.mark.parametrize("scale", ["given", "partials", "every_cta"])
+def test_quantize_compiles(arch, dtype, scale):
     import lowering
     from kernels import nvfp4
 
     nvfp4.compile_quantize.cache_clear()
-    nvfp4.compile_quantize(dtype, arch)
+    nvfp4.compile_quantize(dtype, arch, scale=scale)
     counts = {p.name: p.counts for p in lowering.last_report().passes}
     truncf = counts["truncf-to-select"]
     if arch == "sm_90a":
@@ -208,16 +209,20 @@ def test_scale_from_partials_ptx(arch, tmp_path):
             return cute.compile(fn, *pointers, cutlass.Int32(16), nvfp4._stream_arg(), options=options).__ptx__
 
     values = nvfp4._values_pointer(nvfp4.INPUT_TYPES["bfloat16"], 256)
-    quantize = ptx(nvfp4._make_quantize("plain", nvfp4.BLOCKS_PER_THREAD, True), nvfp4._pointer_args(nvfp4.INPUT_TYPES["bfloat16"], *[256] * 4) + (f32,))
+    quantize_pointers = nvfp4._pointer_args(nvfp4.INPUT_TYPES["bfloat16"], *[256] * 4)
+    quantize = ptx(nvfp4._make_quantize("plain", nvfp4.BLOCKS_PER_THREAD, "partials"), quantize_pointers + (f32,))
+    one_launch = ptx(nvfp4._make_quantize("plain", nvfp4.BLOCKS_PER_THREAD, "every_cta"), quantize_pointers)
     amax = ptx(nvfp4._make_amax(partials=True), (values, f32))
     scale = ptx(nvfp4._make_global_scale(), (values, f32, f32))
-    for module in (quantize, scale):
+    for module in (quantize, one_launch, scale):
         assert "0f45280000" in module  # 2688.0
         assert len([line for line in module.splitlines() if "div.rn.f32" in line]) == 1
         assert "div.approx" not in module and "div.full" not in module
-    for kernel in (quantize, amax, scale):
+    for kernel in (quantize, one_launch, amax, scale):
         assert not [line for line in kernel.splitlines() if line.strip().startswith(("atom.", "red."))]
     assert "%nctaid.x" in amax  # the loop over tiles strides by the grid
+    assert "%nctaid.x" not in one_launch  # every CTA walks all of x itself: nothing depends on the grid
+    assert one_launch.count(".entry") == 1 and quantize.count(".entry") == 2  # one launch against two
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (5, 3), (128, 4), (130, 5), (256, 8), (300, 448)])
@@ -428,7 +433,15 @@ def _amax_case(torch, dtype: str, case: str, seed: int, device: str):
     """An input for the global-scale tests: random x5, with the case's specials planted."""
     gen = torch.Generator(device=device).manual_seed(seed)
     # looping_grid: 2^24 elements = 512 amax tiles over AMAX_CTAS = 256 CTAs, each CTA reduces two
-    shape = {"tail": (3, 48), "last_block": (64, 4096), "one_huge": (64, 4096), "looping_grid": (4096, 4096)}.get(case, (1000, 1024))
+    # decode: 16 x 7168 (one launch, 7 quantize CTAs each reducing all of x); at_limit: ONE_LAUNCH_MAX_ELEMENTS
+    shape = {
+        "tail": (3, 48),
+        "last_block": (64, 4096),
+        "one_huge": (64, 4096),
+        "looping_grid": (4096, 4096),
+        "decode": (16, 7168),
+        "at_limit": (32, 4096),
+    }.get(case, (1000, 1024))
     x = (torch.randn(shape, generator=gen, device=device) * 5).to(getattr(torch, dtype))
     if case == "specials":  # NaN and inf are skipped; the largest finite value wins
         x.view(-1)[::97] = float("nan")
@@ -437,7 +450,7 @@ def _amax_case(torch, dtype: str, case: str, seed: int, device: str):
         x.view(-1)[123] = -300.0
     elif case == "zeros":
         x.zero_()
-    elif case in ("last_block", "one_huge", "looping_grid"):
+    elif case in ("last_block", "one_huge", "looping_grid", "decode", "at_limit"):
         x.view(-1)[-1] = -1000.0  # in the last block of the last CTA (of a CTA's second tile for looping_grid)
     elif case == "all_nonfinite":
         x.view(-1)[::2] = float("nan")
@@ -454,14 +467,30 @@ def _torch_global_scale(torch, x):
     return torch.where(amax > 0, torch.full_like(amax, 2688.0) / amax, torch.ones_like(amax))
 
 
+def test_one_launch_limit_is_the_at_limit_case():
+    from kernels import nvfp4
+
+    assert 32 * 4096 == nvfp4.ONE_LAUNCH_MAX_ELEMENTS  # the GPU case "at_limit" takes the one-launch build at its largest
+    assert 16 * 7168 <= nvfp4.ONE_LAUNCH_MAX_ELEMENTS < 64 * 4096  # "decode" one launch, "last_block" two
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
-@pytest.mark.parametrize("case", ["random", "specials", "zeros", "tail", "last_block", "looping_grid", "all_nonfinite"])
-def test_quantize_computed_scale_matches_torch(dtype, case):
-    """The global scale from the partials is the torch formula bit for bit, and packed/scales equal quantize with it given."""
+@pytest.mark.parametrize(
+    "case", ["random", "specials", "zeros", "tail", "last_block", "looping_grid", "all_nonfinite", "decode", "at_limit"]
+)
+@pytest.mark.parametrize("build", ["by_size", "partials", "every_cta"])
+def test_quantize_computed_scale_matches_torch(dtype, case, build, monkeypatch):
+    """The global scale is the torch formula bit for bit, and packed/scales equal quantize with it given.
+
+    build: the one the size picks (ONE_LAUNCH_MAX_ELEMENTS), or either forced by moving the limit."""
     torch = _cuda()
     from kernels import nvfp4
 
+    if build == "every_cta" and case == "looping_grid":
+        pytest.skip("16 M elements read by each of 1024 CTAs: the one-launch build is for small x only")
+    if build != "by_size":
+        monkeypatch.setattr(nvfp4, "ONE_LAUNCH_MAX_ELEMENTS", 0 if build == "partials" else 2**31)
     x = _amax_case(torch, dtype, case, seed=11, device="cuda")
     packed, scales, gs = nvfp4.quantize(x)
     want = _torch_global_scale(torch, x)
