@@ -1,6 +1,7 @@
 """Our FMHA forward against FlashAttention-3, FlashAttention-4 and cuDNN, in one run, one timer (H200).
 
     python bench/fmha_peers.py --out DIR [--results bench/results.json] [--variants NAME,...] [--skip-peers]
+                               [--steps issue,decode,nvfp4,accuracy]
 
 The timer is triton's `do_bench` (median; it flushes the L2 before every call), the same
 for every implementation, on the same inputs, in the same process:
@@ -24,7 +25,8 @@ BEFORE_REV, read from git history or FMHA_BEFORE_FILE) on VARIANT_CASES.
 Writes DIR/fmha_peers.json (every row), DIR/fmha_peers.md (the tables) and, with --results,
 read-modify-writes only the `fmha_*` keys of that results file (entries `fmha_<case>` with
 ours, peer = the fastest peer in this run, ratio = peer time / our time, and
-`fmha_nvfp4_epilogue_<case>`).
+`fmha_nvfp4_epilogue_<case>`); `--steps` runs only some of the peer steps, and
+--results then replaces only the entries of the rows measured.
 """
 
 from __future__ import annotations
@@ -73,11 +75,13 @@ ACCURACY_CASES = [
     (1, 8, 8, 1000, 3000, 64, False, (-1, -1), False),
 ]
 VARIANT_CASES = [ISSUE_CASES[i] for i in (0, 1, 4, 5, 8, 9)]
+_T128 = {(64, False): (128, 128), (64, True): (128, 128), (128, False): (128, 128), (128, True): (128, 128)}
 # name: {knob: value} of kernels.fmha_sm90 ("before": the previous kernel file)
 # (a name may carry a suffix "#2" to time the same variant again later in the run)
 VARIANTS = {
     "before": None,
     "now": {},
+    "head_774a43d": {"TILES": _T128, "PERSISTENT": "auto", "PINGPONG": False},  # the knobs' values at 774a43d
     "one_cta_per_tile": {"PERSISTENT": False},
     "persistent_all": {"PERSISTENT": True},
     "d64_192x128": {"TILES": {(64, False): (192, 128), (64, True): (192, 128), (128, False): (128, 128), (128, True): (128, 128)}},
@@ -85,6 +89,14 @@ VARIANTS = {
     "d128_128x176": {"TILES": {(64, False): (128, 128), (64, True): (128, 128), (128, False): (128, 176), (128, True): (128, 128)}},
     "d128_128x144": {"TILES": {(64, False): (128, 128), (64, True): (128, 128), (128, False): (128, 144), (128, True): (128, 128)}},
     "pingpong": {"PINGPONG": True},
+    # issue 14, prefill (h12): 192 x 128 at D=64 now fits 160 registers when persistent (ptxas:
+    # 8 bytes of spills, 84 causal; one CTA per tile 240 / 644), so it is timed persistent
+    "d64_192": {"TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)},
+                "PERSISTENT": {(64, False): True, (64, True): True, (128, False): False, (128, True): False}},
+    "d64_192_pp": {"TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)}, "PINGPONG": True,
+                   "PERSISTENT": {(64, False): True, (64, True): True, (128, False): False, (128, True): False}},
+    "d128_160_persistent": {"TILES": {**_T128, (128, False): (128, 160)},
+                            "PERSISTENT": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
 }
 
 
@@ -346,10 +358,10 @@ def results_entries(rows, gpu: str, date: str) -> dict:
 
 
 def merge_results(path: pathlib.Path, entries: dict):
-    """Replace the fmha_* keys of the results file with these; every other key is kept."""
+    """Replace the keys of the rows this run measured; every other key is kept (a run of some
+    steps only leaves the other steps' fmha_* entries as they were)."""
     existing = json.loads(path.read_text()) if path.exists() else {}
-    kept = {k: v for k, v in existing.items() if not k.startswith("fmha_")}
-    path.write_text(json.dumps({**kept, **entries}, indent=1) + "\n")  # the file's own indent
+    path.write_text(json.dumps({**existing, **entries}, indent=1) + "\n")  # the file's own indent
 
 
 def main():
@@ -358,11 +370,16 @@ def main():
     parser.add_argument("--results", type=pathlib.Path)
     parser.add_argument("--variants", default="", help=f"comma-separated, of {sorted(VARIANTS)}")
     parser.add_argument("--skip-peers", action="store_true", help="only the variants")
+    parser.add_argument("--steps", default="issue,decode,nvfp4,accuracy", help="which peer steps, comma-separated")
     args = parser.parse_args()
     names = [n for n in args.variants.split(",") if n]
     for n in names:
         if n.split("#")[0] not in VARIANTS:
             parser.error(f"unknown variant {n!r}; known: {sorted(VARIANTS)}")
+    chosen = [s for s in args.steps.split(",") if s]
+    for s in chosen:
+        if s not in ("issue", "decode", "nvfp4", "accuracy"):
+            parser.error(f"unknown step {s!r}; known: issue, decode, nvfp4, accuracy")
     import torch
 
     args.out.mkdir(parents=True, exist_ok=True)
@@ -373,12 +390,13 @@ def main():
         (args.out / "fmha_peers.json").write_text(json.dumps(rows, indent=1) + "\n")
         (args.out / "fmha_peers.md").write_text(markdown(rows))
 
-    steps = [] if args.skip_peers else [
-        lambda: peers_table(torch, ISSUE_CASES, False, rows, "issue"),
-        lambda: peers_table(torch, DECODE_CASES, True, rows, "decode"),
-        lambda: nvfp4_epilogue(torch, rows),
-        lambda: accuracy(torch, rows),
-    ]  # fmt: skip
+    all_steps = {
+        "issue": lambda: peers_table(torch, ISSUE_CASES, False, rows, "issue"),
+        "decode": lambda: peers_table(torch, DECODE_CASES, True, rows, "decode"),
+        "nvfp4": lambda: nvfp4_epilogue(torch, rows),
+        "accuracy": lambda: accuracy(torch, rows),
+    }  # fmt: skip
+    steps = [] if args.skip_peers else [all_steps[s] for s in chosen]
     if names:
         steps.append(lambda: variants(torch, names, rows))
     for step in steps:

@@ -75,11 +75,11 @@ REGISTERS = 512  # 64K registers over the CTA's warpgroups of 128 threads: produ
 # FA3's intra-warpgroup overlap: S(n) = Q K(n)^T and O += P(n+1) V(n+1) are issued together
 # and the softmax of S(n) runs while the P V wgmma does; False: the softmax waits for both
 INTRA_WG_OVERLAP = True
-# FA3's ping-pong between two consumers: named barriers let one warpgroup issue its wgmmas
-# while the other runs its softmax, in turn (two consumers only)
+# FA3's scheduler barrier between the consumers: named barriers let one warpgroup issue its
+# wgmmas while the others run their softmax, in a fixed rotation (two or three consumers)
 PINGPONG = False
 EPILOGUE_BARRIER = 1  # named barriers 1.. : one per consumer warpgroup (its O rows in shared memory)
-TURN_BARRIER = 5  # named barriers 5, 6: PINGPONG's turns
+TURN_BARRIER = 5  # named barriers 5, 6 (, 7): PINGPONG's turns, one per consumer
 # one CTA per SM walks the tiles (FA3's persistent scheduling, static order): the producer
 # loads the next tile's K/V (and Q, which has a buffer apart from O's) while the consumers
 # finish the current tile. "auto": only at D=64 without a causal/window limit. With a
@@ -88,7 +88,8 @@ TURN_BARRIER = 5  # named barriers 5, 6: PINGPONG's turns
 # 16x8x2048). At D=128 the loop over tiles made ptxas serialize every wgmma (C7512, measured
 # 0.72x in bench/h200/fmha_peers/run2); compute_tile's fill of S before the first S wgmma of
 # a tile removes that (SASS: 4 WARPGROUP.ARRIVE for 32 HGMMA, as without the loop), but
-# persistent D=128 has not been timed since. True: always; False: one CTA per tile.
+# persistent D=128 has not been timed since. True: always; False: one CTA per tile; or a
+# dict {(head_dim, crosses a diagonal): bool} like TILES.
 PERSISTENT = "auto"
 HEAD_DIMS = (64, 128)
 DTYPES = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}
@@ -545,15 +546,15 @@ class _FmhaSm90:
 
     @cute.jit
     def mma_turn_wait(self, wg: I32):
-        """PINGPONG: wait until the other consumer has issued its wgmmas (named barrier TURN_BARRIER + wg)."""
+        """PINGPONG: wait until the previous consumer has issued its wgmmas (named barrier TURN_BARRIER + wg)."""
         if cutlass.const_expr(self.pingpong):
             cute.arch.barrier(barrier_id=TURN_BARRIER + wg, number_of_threads=256)
 
     @cute.jit
     def mma_turn_done(self, wg: I32):
-        """PINGPONG: hand the turn to the other consumer."""
+        """PINGPONG: hand the turn to the next consumer."""
         if cutlass.const_expr(self.pingpong):
-            cute.arch.barrier_arrive(barrier_id=TURN_BARRIER + (1 - wg), number_of_threads=256)
+            cute.arch.barrier_arrive(barrier_id=TURN_BARRIER + (wg + 1) % self.consumer_wgs, number_of_threads=256)
 
     @cute.jit
     def softmax(
@@ -710,11 +711,14 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
     block_m, block_n = TILE_OVERRIDE or TILES[(head_dim, has_left or has_right)]
     if block_m % 64 or not 64 <= block_m <= 192 or block_n % 16 or not 16 <= block_n <= 256:
         raise ValueError(f"tile ({block_m}, {block_n}): BLOCK_M must be 64, 128 or 192, BLOCK_N a multiple of 16 up to 256")
-    if PINGPONG and block_m != 128:
-        raise ValueError("PINGPONG takes turns between exactly two consumer warpgroups (BLOCK_M = 128)")
-    if PERSISTENT not in (True, False, "auto"):
-        raise ValueError(f"PERSISTENT must be True, False or 'auto', not {PERSISTENT!r}")
-    persistent = PERSISTENT is True or (PERSISTENT == "auto" and head_dim == 64 and not (has_left or has_right))
+    if PINGPONG and block_m < 128:
+        raise ValueError("PINGPONG takes turns between two or three consumer warpgroups (BLOCK_M = 128 or 192)")
+    if isinstance(PERSISTENT, dict):
+        persistent = PERSISTENT[(head_dim, has_left or has_right)]
+    elif PERSISTENT in (True, False, "auto"):
+        persistent = PERSISTENT is True or (PERSISTENT == "auto" and head_dim == 64 and not (has_left or has_right))
+    else:
+        raise ValueError(f"PERSISTENT must be True, False, 'auto' or a dict like TILES, not {PERSISTENT!r}")
     return Config(block_m, block_n, STAGES, INTRA_WG_OVERLAP, PINGPONG, sm_count() if persistent else 2**31 - 1)
 
 
