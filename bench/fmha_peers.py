@@ -1,7 +1,7 @@
 """Our FMHA forward against FlashAttention-3, FlashAttention-4 and cuDNN, in one run, one timer (H200).
 
     python bench/fmha_peers.py --out DIR [--results bench/results.json] [--variants NAME,...] [--skip-peers]
-                               [--steps issue,decode,nvfp4,accuracy]
+                               [--steps issue,decode,nvfp4,accuracy,decode_accuracy]
 
 The timer is triton's `do_bench` (median; it flushes the L2 before every call), the same
 for every implementation, on the same inputs, in the same process:
@@ -12,11 +12,14 @@ for every implementation, on the same inputs, in the same process:
 A peer that cannot run a case (cuDNN: windows, sinks; FA3: sinks) is left out of that row.
 
 Cases: the issue's table (ISSUE_CASES), decode / short-query shapes (DECODE_CASES: GQA 8:1;
-FA3 with its split-KV heuristic, num_splits=0; FA4 has no split-KV on sm_90, ours none at all), and the
+FA3 with its split-KV heuristic, num_splits=0; FA4 has no split-KV on sm_90; ours is path "auto",
+which takes `kernels.fmha_decode` (split-KV) where its `choose_splits` says so, and these rows
+also time our wgmma path as `ours_wgmma`, not a peer), and the
 NVFP4 epilogue (NVFP4_CASES: the fused `out_format="nvfp4"` call against the bf16-output
 call and against bf16 attention + `nvfp4.quantize`, with one global scale; the codes and
-scales must be bit-identical). Accuracy (ACCURACY_CASES): max |out - ref| against the float64
-reference for ours, FA3 and FA4 on the same inputs; ours must not exceed the larger of theirs.
+scales must be bit-identical). Accuracy (ACCURACY_CASES; DECODE_ACCURACY_CASES with FA3's split-KV
+on): max |out - ref| against the float64 reference for ours, FA3 and FA4 on the same inputs;
+ours must not exceed the larger of theirs.
 
 TFLOP/s = 4 * B * Hq * D * (unmasked (query, key) pairs). `--variants` also times our kernel
 with other knob settings of `kernels.fmha_sm90` (VARIANTS; "before" is the kernel as committed at
@@ -74,6 +77,13 @@ ACCURACY_CASES = [
     (1, 8, 8, 2048, 2048, 64, True, (-1, -1), False),
     (1, 8, 8, 1000, 3000, 64, False, (-1, -1), False),
 ]
+# decode shapes (path "auto" takes the decode kernel): ragged Sk, GQA 8:1 and 1:1, masks, sink
+DECODE_ACCURACY_CASES = [
+    (2, 32, 4, 1, 4100, 128, False, (-1, -1), False),
+    (1, 32, 4, 16, 8191, 128, True, (-1, -1), False),
+    (1, 32, 4, 16, 8191, 64, True, (1000, -1), False),
+    (2, 8, 8, 1, 16384, 128, False, (-1, -1), True),
+]
 VARIANT_CASES = [ISSUE_CASES[i] for i in (0, 1, 4, 5, 8, 9)]
 _T128 = {(64, False): (128, 128), (64, True): (128, 128), (128, False): (128, 128), (128, True): (128, 128)}
 # name: {knob: value} of kernels.fmha_sm90 ("before": the previous kernel file)
@@ -95,6 +105,9 @@ VARIANTS = {
                 "PERSISTENT": {(64, False): True, (64, True): True, (128, False): False, (128, True): False}},
     "d64_192_pp": {"TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)}, "PINGPONG": True,
                    "PERSISTENT": {(64, False): True, (64, True): True, (128, False): False, (128, True): False}},
+    "d64_192_fma25": {"TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)},
+                      "PERSISTENT": {(64, False): True, (64, True): True, (128, False): False, (128, True): False},
+                      "EXP2_FMA": {(64, False): 0.25, (64, True): 0.25}},
     "d128_160_persistent": {"TILES": {**_T128, (128, False): (128, 160)},
                             "PERSISTENT": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
 }
@@ -136,6 +149,8 @@ def implementations(torch, case, q, k, v, sinks, split: bool):
     from kernels import fmha
 
     impls = {"ours": lambda: fmha.attention(q, k, v, causal=causal, window=window, sink=sinks)}
+    if split:  # the decode rows: our wgmma path too, what the decode path is worth (not a peer)
+        impls["ours_wgmma"] = lambda: fmha.attention(q, k, v, causal=causal, window=window, sink=sinks, path="wgmma")
     left, right = window
     try:
         from fa3_fwd_interface import flash_attn_func as fa3_func
@@ -198,14 +213,14 @@ def peers_table(torch, cases, split: bool, rows: list, kind: str):
     torch.cuda.empty_cache()
 
 
-def accuracy(torch, rows: list):
+def accuracy(torch, rows: list, cases=ACCURACY_CASES, split: bool = False):
     from kernels import fmha
 
-    for case in ACCURACY_CASES:
+    for case in cases:
         q, k, v, sinks = make_inputs(torch, case, seed=7)
         ref, _ = fmha.reference_attention(q, k, v, case[6], case[7], sinks)
         row = {"kind": "accuracy", "case": case_name(case)}
-        for name, fn in implementations(torch, case, q, k, v, sinks, False).items():
+        for name, fn in implementations(torch, case, q, k, v, sinks, split).items():
             try:
                 out = fn().double()
                 row[name + "_max_abs"] = float((out - ref).abs().max())
@@ -273,7 +288,7 @@ def load_before():
 def variants(torch, names, rows: list):
     from kernels import fmha, fmha_sm90
 
-    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT")}
+    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA")}
     for name in names:
         knobs = VARIANTS[name.split("#")[0]]
         try:
@@ -370,7 +385,7 @@ def main():
     parser.add_argument("--results", type=pathlib.Path)
     parser.add_argument("--variants", default="", help=f"comma-separated, of {sorted(VARIANTS)}")
     parser.add_argument("--skip-peers", action="store_true", help="only the variants")
-    parser.add_argument("--steps", default="issue,decode,nvfp4,accuracy", help="which peer steps, comma-separated")
+    parser.add_argument("--steps", default="issue,decode,nvfp4,accuracy,decode_accuracy", help="which peer steps, comma-separated")
     args = parser.parse_args()
     names = [n for n in args.variants.split(",") if n]
     for n in names:
@@ -378,8 +393,8 @@ def main():
             parser.error(f"unknown variant {n!r}; known: {sorted(VARIANTS)}")
     chosen = [s for s in args.steps.split(",") if s]
     for s in chosen:
-        if s not in ("issue", "decode", "nvfp4", "accuracy"):
-            parser.error(f"unknown step {s!r}; known: issue, decode, nvfp4, accuracy")
+        if s not in ("issue", "decode", "nvfp4", "accuracy", "decode_accuracy"):
+            parser.error(f"unknown step {s!r}; known: issue, decode, nvfp4, accuracy, decode_accuracy")
     import torch
 
     args.out.mkdir(parents=True, exist_ok=True)
@@ -395,6 +410,7 @@ def main():
         "decode": lambda: peers_table(torch, DECODE_CASES, True, rows, "decode"),
         "nvfp4": lambda: nvfp4_epilogue(torch, rows),
         "accuracy": lambda: accuracy(torch, rows),
+        "decode_accuracy": lambda: accuracy(torch, rows, DECODE_ACCURACY_CASES, split=True),
     }  # fmt: skip
     steps = [] if args.skip_peers else [all_steps[s] for s in chosen]
     if names:

@@ -37,10 +37,13 @@ This path compiles for sm_80 and later (sm_90a, sm_100a) and is built inside
 `lowering.prelowering()`. Importing this module needs neither torch nor a GPU; the
 compile function works on fake arguments (pointers, sizes) for any target.
 
-Two paths behind one API (`path=`): "mma_sync" is the kernel above; "wgmma" is
-`kernels.fmha_sm90` (warpgroup MMA, TMA, a producer warp), sm_90a only. "auto" (the
-default) takes wgmma on sm_90a and mma_sync elsewhere (sm_80, sm_100a), and mma_sync
-whenever `exp2_on_fma` asks for the FMA exp2, which only that path has.
+Three paths behind one API (`path=`): "mma_sync" is the kernel above; "wgmma" is
+`kernels.fmha_sm90` (warpgroup MMA, TMA, a producer warp), sm_90a only; "decode" is
+`kernels.fmha_decode` (GQA-packed rows, split-KV and a combine kernel; sm_80+), for short
+queries over long keys. "auto" (the default) takes decode where
+`fmha_decode.choose_splits` says so (at most 128 packed rows Hq/Hkv * Sq and 1024 keys or
+more; not for NVFP4 output), else wgmma on sm_90a and mma_sync elsewhere (sm_80, sm_100a),
+and mma_sync whenever `exp2_on_fma` asks for the FMA exp2, which only that path has.
 """
 
 from __future__ import annotations
@@ -69,7 +72,7 @@ THREADS = 128  # 4 warps, 16 x (BLOCK_M / 64) rows of the MMA each
 HEAD_DIMS = (64, 128)
 DTYPES = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}
 ARCHS = ("sm_80", "sm_90a", "sm_100a")
-PATHS = ("auto", "mma_sync", "wgmma")
+PATHS = ("auto", "mma_sync", "wgmma", "decode")
 # exp2 of the scores on the FMA units for part of each S tile (FlashAttention-4's trick to
 # relieve MUFU): the share of each thread's score columns (rounded to 1/16: BLOCK_N / 4
 # columns a thread per row) computed by the polynomial; 0 = all MUFU ex2.
@@ -474,13 +477,20 @@ class _Fmha:
         left: I32,
         right: I32,
         masked: cutlass.Constexpr,
+        group=None,
     ):
-        """Online softmax of one score block; acc_S becomes P (unnormalized), O is rescaled."""
+        """Online softmax of one score block; acc_S becomes P (unnormalized), O is rescaled.
+
+        `group` (q heads per kv head): the tile's rows are GQA-packed (`fmha_decode`),
+        row r of the tile is query (m0 + r) // group; None: row r is query m0 + r.
+        """
         S = _mn_view(acc_S)
         O = _mn_view(acc_O)
         for r in cutlass.range_constexpr(cute.size(row_max)):
             if cutlass.const_expr(masked):
                 row = m0 + tScS[r, 0][0]
+                if cutlass.const_expr(group is not None):
+                    row = row // group
                 hi = sk
                 if cutlass.const_expr(self.has_right):
                     hi = cutlass.min(hi, row + offset + right + 1)
@@ -602,17 +612,35 @@ def compile_attention(
     cols = _fma_cols(EXP2_FMA_FRACTION if exp2_on_fma is None else exp2_on_fma)
     left, right = _normalize_window(causal, window)
     nvfp4_out = out_format == "nvfp4"
-    if resolve_path(path, arch, cols) == "wgmma":
+    resolved = resolve_path(path, arch, cols)
+    if resolved == "decode":
+        from kernels import fmha_decode  # (it imports this module)
+
+        if nvfp4_out:
+            raise ValueError("the decode path has no NVFP4 output; path='auto' takes another path for it")
+        return fmha_decode.compile_decode(dtype, head_dim, left >= 0, right >= 0, bool(sink), arch, options)
+    if resolved == "wgmma":
         return fmha_sm90.compile_kernel(dtype, head_dim, left >= 0, right >= 0, bool(sink), arch, options, nvfp4_out)
     return _compile(dtype, head_dim, left >= 0, right >= 0, bool(sink), arch, cols, impl if cols else "magic", options, nvfp4_out)
 
 
 def resolve_path(path: str, arch: str, fma_cols: int = 0) -> str:
-    """"mma_sync" or "wgmma" for a requested path on an arch (auto: wgmma on sm_90a, unless the FMA exp2 is asked for)."""
+    """"mma_sync", "wgmma" or "decode" for a requested path on an arch.
+
+    auto: wgmma on sm_90a, unless the FMA exp2 is asked for (the shape-dependent choice of
+    decode is made per call, in `kernels.ops`, before this).
+    """
     if path not in PATHS:
         raise ValueError(f"path must be one of {PATHS}, not {path!r}")
     if path == "auto":
         return "wgmma" if arch in fmha_sm90.ARCHS and not fma_cols else "mma_sync"
+    if path == "decode":
+        from kernels.fmha_decode import ARCHS as decode_archs
+
+        if arch not in decode_archs:
+            raise ValueError(f"the decode path needs one of {decode_archs}, not {arch!r}")
+        if fma_cols:
+            raise ValueError("exp2_on_fma exists on the mma_sync path only")
     if path == "wgmma":
         if arch not in fmha_sm90.ARCHS:
             raise ValueError(f"the wgmma path needs {fmha_sm90.ARCHS}, not {arch!r}")
@@ -720,7 +748,8 @@ def attention(
     combination of rows of v, less with a sink), so no block scale saturates. exp2_on_fma: share of the
     score exp2s computed on the FMA units (0..1, default EXP2_FMA_FRACTION = 0: all MUFU);
     exp2_impl: "natural" or "magic" (default EXP2_FMA_IMPL), see compile_attention.
-    path: "auto" (wgmma on sm_90a, mma_sync elsewhere), "mma_sync" or "wgmma".
+    path: "auto" (decode for short queries over long keys, else wgmma on sm_90a and
+    mma_sync elsewhere), "mma_sync", "wgmma" or "decode" (see the module docstring).
     The ops `cute_lowering::attention` / `attention_nvfp4` (kernels/ops.py).
     """
     if out_format not in _OUT_FORMATS:

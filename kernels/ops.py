@@ -38,7 +38,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from kernels import fmha, nvfp4
+from kernels import fmha, fmha_decode, nvfp4
 from kernels.torch_device import arch_of
 
 _F32 = torch.float32
@@ -94,6 +94,16 @@ def _arch(index: int) -> str:
     if arch is None:
         arch = _DEVICE_ARCH[index] = arch_of(torch.device("cuda", index))
     return arch
+
+
+_DEVICE_SMS: dict = {}
+
+
+def _sm_count(index: int) -> int:
+    sms = _DEVICE_SMS.get(index)
+    if sms is None:
+        sms = _DEVICE_SMS[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return sms
 
 
 def _stream(index: int) -> int:
@@ -285,11 +295,57 @@ def _attention_launch(q, has_sink, left, right, path, exp2_on_fma, exp2_impl, nv
     )  # fmt: skip
 
 
+def _decode_launch(q, has_sink, left, right, exp2_on_fma, exp2_impl):
+    """The launcher of the decode path (split + combine, one TVM-FFI call) for one shape class."""
+    device = q.get_device()
+    key = ("attention_decode", q.dtype, q.shape[3], device, left >= 0, right >= 0, has_sink)
+    entry = _LAUNCHERS.get(key)
+    if entry is not None:
+        return entry[0]
+    arch = _arch(device)
+    fmha.check_attention_options("decode", exp2_on_fma, exp2_impl, arch)
+    return _launcher(
+        key,
+        lambda: fmha_decode.compile_decode(
+            ATTENTION_DTYPES[q.dtype], q.shape[3], left >= 0, right >= 0, has_sink, arch, options=nvfp4.TVM_FFI_OPTION
+        ),
+    )
+
+
+def _decode_splits(q, b, sq, sk, hq, hkv, left, right, path, exp2_on_fma) -> int:
+    """The decode path's split count for this call, 0 where it is not taken (path "auto": by shape)."""
+    if path == "decode":
+        return fmha_decode.choose_splits(b, sq, sk, hq, hkv, left, right, _sm_count(q.get_device()), forced=True)
+    if path != "auto" or (fmha.EXP2_FMA_FRACTION if exp2_on_fma is None else exp2_on_fma):
+        return 0  # a path asked for by name, or the FMA exp2 (mma_sync only)
+    device = q.get_device()
+    if _arch(device) not in fmha_decode.ARCHS:
+        return 0
+    return fmha_decode.choose_splits(b, sq, sk, hq, hkv, left, right, _sm_count(device))
+
+
 def _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma, exp2_impl, global_scale):
     if not _attention_ok(q, k, v, sink, softmax_scale, global_scale):
         fmha.check_attention_input(q, k, v, sink, softmax_scale, global_scale)
     b, sq, hq, d = q.shape
     _, sk, hkv, _ = k.shape
+    if global_scale is None and path != "mma_sync" and path != "wgmma":  # NVFP4 output: the other paths
+        splits = _decode_splits(q, b, sq, sk, hq, hkv, left, right, path, exp2_on_fma)
+        if splits:
+            launch = _decode_launch(q, sink is not None, left, right, exp2_on_fma, exp2_impl)
+            out = torch.empty_like(q)
+            lse = q.new_empty((b, hq, sq), dtype=_F32)
+            if q.numel():
+                # the splits' O then their LSE, f32, every element the combine reads written by the split kernel
+                partials = q.new_empty((fmha_decode.partial_floats(b, sq, hq, d, splits),), dtype=_F32)
+                part_ptr = partials.data_ptr()
+                lse_ptr = lse.data_ptr()
+                launch(
+                    q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), lse_ptr,
+                    lse_ptr if sink is None else sink.data_ptr(), part_ptr, part_ptr + 4 * splits * b * hq * sq * d,
+                    b, sq, sk, hq, hkv, splits, softmax_scale * fmha.LOG2E, left, right, _stream(q.get_device()),
+                )  # fmt: skip
+            return out, lse
     launch = _attention_launch(q, sink is not None, left, right, path, exp2_on_fma, exp2_impl, global_scale is not None)
     lse = q.new_empty((b, hq, sq), dtype=_F32)
     if global_scale is not None:

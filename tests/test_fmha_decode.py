@@ -1,0 +1,173 @@
+"""The decode path (kernels/fmha_decode.py): split choice, compiles (no GPU), GPU accuracy against float64."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # `kernels` is not installed
+
+
+def _decode():
+    from kernels import fmha_decode
+
+    return fmha_decode
+
+
+# --- the split choice (plain integers) ------------------------------------------------------------
+def test_choose_splits_rules():
+    d = _decode()
+    # short queries over long keys: taken, and the splits bring the CTAs to about CTAS_PER_SM per SM
+    n = d.choose_splits(8, 1, 4096, 32, 4, -1, -1, 132)
+    tiles = 8 * 4  # 8 packed rows: one m-tile per (batch, kv head)
+    assert 1 < n <= d.MAX_SPLITS and tiles * n >= 132 * d.CTAS_PER_SM
+    assert 4096 // d.BLOCK_N // n >= d.MIN_BLOCKS_PER_SPLIT  # no split shorter than the minimum
+    # few keys, or too many packed rows: not taken unless forced, and forced gives >= 1
+    assert d.choose_splits(8, 1, 512, 32, 4, -1, -1, 132) == 0
+    assert d.choose_splits(2, 64, 32768, 32, 4, -1, -1, 132) == 0  # 512 packed rows
+    assert d.choose_splits(2, 64, 32768, 32, 4, -1, -1, 132, forced=True) >= 1
+    assert d.choose_splits(1, 1, 0, 8, 8, -1, -1, 132, forced=True) == 1  # no keys at all
+    # a window bounds the keys that count: a narrow one is not worth splitting
+    assert d.choose_splits(1, 1, 32768, 8, 1, 100, 0, 132) == 0
+    assert d.choose_splits(1, 1, 32768, 8, 1, 100, 0, 132, forced=True) == 1
+    # plenty of tiles already: one split
+    assert d.choose_splits(512, 1, 4096, 32, 4, -1, -1, 132) == 1
+    assert d.partial_floats(2, 3, 8, 64, 5) == 5 * 2 * 8 * 3 * 65
+
+
+# --- compiles, no GPU -------------------------------------------------------------------------------
+FEATURES = [
+    # (causal, window, sink)
+    (False, (-1, -1), False),
+    (True, (-1, -1), True),
+    (False, (64, 32), False),
+    (True, (128, -1), True),
+]
+LAYOUTS = [("bfloat16", 128), ("float16", 64)]
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+@pytest.mark.parametrize("i", range(len(FEATURES)))
+def test_compiles_decode(arch, i, tmp_path, monkeypatch):
+    import lowering
+    from kernels import fmha
+
+    monkeypatch.chdir(tmp_path)  # --keep-ptx writes the PTX to the working directory
+    causal, window, sink = FEATURES[i]
+    dtype, head_dim = LAYOUTS[(i + (arch == "sm_100a")) % len(LAYOUTS)]
+    fn = fmha.compile_attention(dtype, head_dim, causal, window, sink, arch, path="decode", options="--keep-ptx")
+    report = lowering.last_report()
+    assert report is not None and report.arch == arch
+    ptx = fn.__ptx__
+    # two kernels: the split kernel (cp.async K/V, mma.sync) and the combine (16-byte partial O loads at D = 128)
+    assert ptx.count(".entry") == 2
+    assert "cp.async.cg.shared.global" in ptx and "mma.sync.aligned.m16n8k16" in ptx
+    assert "ld.local" not in ptx and "st.local" not in ptx
+    if head_dim == 128:
+        assert "ld.global.v4.b32" in ptx or "ld.global.v2.b64" in ptx  # (sm_100a spells 16 bytes the second way)
+    assert ".minnctapersm 2" in ptx
+
+
+def test_decode_path_choice():
+    from kernels import fmha
+
+    assert fmha.resolve_path("decode", "sm_90a") == "decode"
+    assert fmha.resolve_path("decode", "sm_80") == "decode"
+    with pytest.raises(ValueError, match="decode path needs"):
+        fmha.resolve_path("decode", "sm_120a")
+    with pytest.raises(ValueError, match="mma_sync path only"):
+        fmha.compile_attention(arch="sm_90a", path="decode", exp2_on_fma=0.5)
+    with pytest.raises(ValueError, match="no NVFP4 output"):
+        fmha.compile_attention(arch="sm_90a", path="decode", out_format="nvfp4")
+
+
+# --- GPU: against the float64 reference ---------------------------------------------------------------
+def _gpu():
+    from test_fmha import _cuda
+
+    return _cuda()
+
+
+def _check(torch, *args, **kw):
+    from test_fmha import _check as check
+
+    return check(torch, *args, **kw)
+
+
+DECODE_SHAPES = [
+    # (B, Sq, Sk, Hq, Hkv): Sq in {1, 16, 64, 128}, GQA 8:1 and 1:1, ragged Sk
+    (2, 1, 4096, 32, 4),
+    (1, 1, 32768 + 37, 32, 4),
+    (2, 16, 4096 + 5, 32, 4),
+    (1, 16, 32768, 32, 4),
+    (1, 64, 8192 - 3, 32, 4),
+    (1, 128, 4096, 8, 1),
+    (2, 1, 5000, 8, 8),
+    (1, 128, 4100, 4, 4),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", DECODE_SHAPES, ids=str)
+@pytest.mark.parametrize("causal", [False, True])
+def test_gpu_decode_shapes(shape, causal):
+    torch = _gpu()
+    b, sq, sk, hq, hkv = shape
+    _check(torch, torch.bfloat16, b, sq, sk, hq, hkv, 128, causal, (-1, -1), False, path="decode")
+    _check(torch, torch.float16, b, sq, sk, hq, hkv, 64, causal, (300, -1) if causal else (-1, 40), True, scale=0.3, path="decode")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d", [64, 128])
+def test_gpu_decode_edges(d):
+    torch = _gpu()
+    # Sq > Sk, causal: the first rows see nothing (0, LSE -inf; with a sink LSE = sink)
+    _check(torch, torch.bfloat16, 1, 16, 8, 16, 2, d, True, (-1, -1), False, path="decode")
+    _check(torch, torch.bfloat16, 1, 16, 8, 16, 2, d, True, (-1, -1), True, path="decode")
+    # no keys at all
+    _check(torch, torch.bfloat16, 2, 3, 0, 8, 2, d, False, (-1, -1), True, path="decode")
+    # a narrow window far from the end: most splits of a tile are empty
+    _check(torch, torch.bfloat16, 1, 16, 8192, 32, 4, d, False, (100, -600), False, path="decode")
+    # large logits
+    _check(torch, torch.float16, 1, 1, 4096, 8, 1, d, False, (-1, -1), True, scale=2.0, path="decode")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("splits", [1, 3, 7, 200])
+def test_gpu_decode_split_counts(splits, monkeypatch):
+    """Any split count gives the same function: 1 (combine only rescales), uneven, more splits than blocks."""
+    torch = _gpu()
+    from kernels import fmha_decode
+
+    monkeypatch.setattr(fmha_decode, "choose_splits", lambda *a, **kw: splits)
+    _check(torch, torch.bfloat16, 2, 3, 1000, 16, 2, 128, True, (-1, -1), True, path="decode")
+    _check(torch, torch.float16, 1, 1, 6000, 8, 8, 64, False, (2000, -1), False, path="decode")
+
+
+@pytest.mark.gpu
+def test_gpu_auto_takes_decode_and_repeats():
+    """path="auto" takes the decode path for a decode shape (its launcher is built), and is deterministic."""
+    torch = _gpu()
+    from kernels import fmha, ops
+
+    ops.clear_launch_cache()
+    err = _check(torch, torch.bfloat16, 4, 1, 8192, 32, 4, 128, False)
+    assert any(key[0] == "attention_decode" for key in ops._LAUNCHERS), "auto did not take the decode path"
+    assert err <= 1e-2
+    g = torch.Generator(device="cuda").manual_seed(5)
+    q = torch.randn(2, 16, 32, 128, device="cuda", generator=g).to(torch.bfloat16)
+    k, v = (torch.randn(2, 20000, 4, 128, device="cuda", generator=g).to(torch.bfloat16) for _ in range(2))
+    first = fmha.attention(q, k, v, causal=True)
+    assert torch.equal(first, fmha.attention(q, k, v, causal=True)), "a moving result is a race"
+    # NVFP4 output is not on the decode path: auto falls back, bit-identical to quantizing the bf16 output
+    from kernels import nvfp4
+
+    gs = nvfp4.compute_global_scale(v)
+    codes, scales, _ = fmha.attention(q, k, v, causal=True, out_format="nvfp4", global_scale=gs)
+    assert codes.shape == (2, 16, 32, 64) and scales.shape == (2, 16, 32, 8)
+    with pytest.raises(ValueError, match="no NVFP4 output"):
+        fmha.attention(q, k, v, out_format="nvfp4", global_scale=gs, path="decode")
+    assert math.isfinite(float(gs))
