@@ -86,6 +86,14 @@ DECODE_ACCURACY_CASES = [
 ]
 VARIANT_CASES = [ISSUE_CASES[i] for i in (0, 1, 4, 5, 8, 9)]
 _T128 = {(64, False): (128, 128), (64, True): (128, 128), (128, False): (128, 128), (128, True): (128, 128)}
+
+
+def _cand(d64c=(128, 128), **knobs):
+    """Every configuration persistent; D=64 192 x 128 (causal: d64c) with PINGPONG."""
+    pp = {(64, False): True, (64, True): d64c[0] == 192, (128, False): False, (128, True): False}
+    return {"TILES": {**_T128, (64, False): (192, 128), (64, True): d64c}, "PERSISTENT": True, "PINGPONG": pp, **knobs}
+
+
 # name: {knob: value} of kernels.fmha_sm90 ("before": the previous kernel file)
 # (a name may carry a suffix "#2" to time the same variant again later in the run)
 VARIANTS = {
@@ -108,6 +116,13 @@ VARIANTS = {
     "d64_192_fma25": {"TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)},
                       "PERSISTENT": {(64, False): True, (64, True): True, (128, False): False, (128, True): False},
                       "EXP2_FMA": {(64, False): 0.25, (64, True): 0.25}},
+    # persistent D=128 (+10% on D=128 without a mask in run1), D=64 192 x 128 with the scheduler
+    # barrier; ORDER "snake" to balance causal tiles among persistent CTAs
+    "cand_snake": _cand(ORDER="snake"),
+    "cand_stride": _cand(ORDER="stride"),
+    "cand_snake_d64c192": _cand(ORDER="snake", d64c=(192, 128)),
+    "cand_snake_pp128": _cand(ORDER="snake", PINGPONG=True),
+    "cand_snake_fma": _cand(ORDER="snake", EXP2_FMA={(64, False): 0.25, (64, True): 0.25}),
     "d128_160_persistent": {"TILES": {**_T128, (128, False): (128, 160)},
                             "PERSISTENT": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
 }
@@ -285,10 +300,10 @@ def load_before():
     return module
 
 
-def variants(torch, names, rows: list):
+def variants(torch, names, rows: list, cases=VARIANT_CASES):
     from kernels import fmha, fmha_sm90
 
-    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA")}
+    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER")}
     for name in names:
         knobs = VARIANTS[name.split("#")[0]]
         try:
@@ -297,7 +312,7 @@ def variants(torch, names, rows: list):
                 setattr(fmha_sm90, knob, value)
             errs = [check_variant(torch, fmha, c) for c in ACCURACY_CASES]
             print(f"variant {name}: relative errors {[round(e, 5) for e in errs]}", flush=True)
-            for case in VARIANT_CASES:
+            for case in cases:
                 b, h, hkv, sq, sk, d, causal, window, sink = case
                 q, k, v, sinks = make_inputs(torch, case)
                 ms = time_ms(lambda: fmha.attention(q, k, v, causal=causal, window=window, sink=sinks))
@@ -385,6 +400,7 @@ def main():
     parser.add_argument("--results", type=pathlib.Path)
     parser.add_argument("--variants", default="", help=f"comma-separated, of {sorted(VARIANTS)}")
     parser.add_argument("--skip-peers", action="store_true", help="only the variants")
+    parser.add_argument("--variant-cases", default="", help="indices into ISSUE_CASES (default: VARIANT_CASES)")
     parser.add_argument("--steps", default="issue,decode,nvfp4,accuracy,decode_accuracy", help="which peer steps, comma-separated")
     args = parser.parse_args()
     names = [n for n in args.variants.split(",") if n]
@@ -414,7 +430,8 @@ def main():
     }  # fmt: skip
     steps = [] if args.skip_peers else [all_steps[s] for s in chosen]
     if names:
-        steps.append(lambda: variants(torch, names, rows))
+        vcases = [ISSUE_CASES[int(i)] for i in args.variant_cases.split(",")] if args.variant_cases else VARIANT_CASES
+        steps.append(lambda: variants(torch, names, rows, vcases))
     for step in steps:
         try:
             step()

@@ -76,7 +76,8 @@ REGISTERS = 512  # 64K registers over the CTA's warpgroups of 128 threads: produ
 # and the softmax of S(n) runs while the P V wgmma does; False: the softmax waits for both
 INTRA_WG_OVERLAP = True
 # FA3's scheduler barrier between the consumers: named barriers let one warpgroup issue its
-# wgmmas while the others run their softmax, in a fixed rotation (two or three consumers)
+# wgmmas while the others run their softmax, in a fixed rotation (two or three consumers);
+# a bool, or a dict {(head_dim, crosses a diagonal): bool} like TILES
 PINGPONG = False
 EPILOGUE_BARRIER = 1  # named barriers 1.. : one per consumer warpgroup (its O rows in shared memory)
 TURN_BARRIER = 5  # named barriers 5, 6 (, 7): PINGPONG's turns, one per consumer
@@ -91,6 +92,14 @@ TURN_BARRIER = 5  # named barriers 5, 6 (, 7): PINGPONG's turns, one per consume
 # persistent D=128 has not been timed since. True: always; False: one CTA per tile; or a
 # dict {(head_dim, crosses a diagonal): bool} like TILES.
 PERSISTENT = "auto"
+# the order in which persistent CTAs take tiles: "stride" (CTA c: c, c + ctas, ...) or "snake"
+# (every other round backwards: balances causal tiles; _FmhaSm90.scheduled)
+ORDER = "stride"
+# FA4's relief for MUFU: the share of each row's scores whose exp2 is a polynomial on the FMA
+# units (kernels.fmha's exp2_fma_magic), by (head dim, crosses a diagonal); absent = 0. At D=64
+# one 64 x 128 block's 8192 exp2 take MUFU (16 a clock per SM) as long as its two wgmmas take
+# the tensor cores at their peak.
+EXP2_FMA = {}
 HEAD_DIMS = (64, 128)
 DTYPES = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}
 ARCHS = ("sm_90a",)
@@ -159,7 +168,7 @@ class _FmhaSm90:
 
     def __init__(self, dtype, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, nvfp4_out: bool, config: Config):
         self.nvfp4_out = nvfp4_out  # the epilogue writes O as NVFP4 (codes + E4M3 scales) instead
-        self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas = config
+        self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas, self.fma_cols, self.order = config
         self.persistent = self.max_ctas < 2**31 - 1
         self.consumer_wgs = self.block_m // 64
         self.threads = 128 * (1 + self.consumer_wgs)  # producer warpgroup + consumers
@@ -323,7 +332,7 @@ class _FmhaSm90:
                 )  # fmt: skip
                 if cutlass.const_expr(self.persistent):
                     for tile in cutlass.range(first_tile, n_tiles, ctas, unroll=1):
-                        q_state, state = load(tile, q_state, state)
+                        q_state, state = load(self.scheduled(tile, first_tile, ctas, n_tiles), q_state, state)
                 else:
                     load(first_tile, q_state, state)
         else:
@@ -356,7 +365,7 @@ class _FmhaSm90:
             )  # fmt: skip
             if cutlass.const_expr(self.persistent):
                 for tile in cutlass.range(first_tile, n_tiles, ctas, unroll=1):
-                    q_state, state = compute(tile, q_state, state)
+                    q_state, state = compute(self.scheduled(tile, first_tile, ctas, n_tiles), q_state, state)
             else:
                 # one tile: no loop around the body (with one, ptxas keeps more registers live
                 # and, at D=128, serializes the wgmmas: C7512, measured 30% slower)
@@ -517,6 +526,24 @@ class _FmhaSm90:
         return q_state, state
 
     @cute.jit
+    def scheduled(self, tile: I32, first_tile: I32, ctas: I32, n_tiles: I32) -> I32:
+        """The tile a persistent CTA takes in the round where the plain stride gives it `tile`.
+
+        "stride": that tile (CTA c takes c, c + ctas, ...). "snake": every other full round
+        is walked backwards, so a CTA that took one of the longest tiles of a round takes one
+        of the shortest of the next (a round is `ctas` consecutive tiles of the linear order,
+        longest rows first within a head). With a causal mask the stride order can give one
+        CTA the same query tile in every round: with 22 tiles a head (192 x 128 at S=4096)
+        and 132 CTAs, 1.82x the mean work per SM (simulated); snake 1.10, hardware order 1.10.
+        The last round, when partial, is walked forwards, so the tiles taken are the same.
+        """
+        if cutlass.const_expr(self.order == "snake"):
+            start = tile - first_tile  # k * ctas, k = the round
+            reverse = ((start // ctas) % 2 == 1) & (start + ctas <= n_tiles)
+            tile = cutlass.select_(reverse, start + ctas - 1 - first_tile, tile)
+        return tile
+
+    @cute.jit
     def tile_coords(self, tile: I32, m_tiles: I32, mQ: cute.Tensor, mK: cute.Tensor, left: I32, right: I32):
         """(m_block, head, batch, kv_head, n_block_max, n_blocks) of a linear tile index.
 
@@ -623,7 +650,20 @@ class _FmhaSm90:
             m_old = row_max[r]
             m_new = cute.arch.fmax(m_old, m_blk)
             m_safe = cutlass.select_(m_new == -F32.inf, F32(0.0), m_new) * scale_log2  # a row with nothing yet
-            p = cute.math.exp2(s_row * scale_log2 - m_safe, fastmath=True)
+            if cutlass.const_expr(self.fma_cols == 0):
+                p = cute.math.exp2(s_row * scale_log2 - m_safe, fastmath=True)
+            else:
+                # EXP2_FMA: some columns' exp2 by polynomial on the FMA units, the rest on MUFU
+                from kernels.fmha import _fma_columns, exp2_fma_magic  # (kernels.fmha imports this module)
+
+                S[r, None] = s_row * scale_log2 - m_safe
+                on_fma = _fma_columns(cute.size(S.shape[1]), self.fma_cols)
+                for c in cutlass.range_constexpr(cute.size(S.shape[1])):
+                    if cutlass.const_expr(on_fma[c]):
+                        S[r, c] = exp2_fma_magic(S[r, c])
+                    else:
+                        S[r, c] = cute.math.exp2(S[r, c], fastmath=True)
+                p = S[r, None].load()
             corr[r] = cute.math.exp2(m_old * scale_log2 - m_safe, fastmath=True)
             row_sum[r] = row_sum[r] * corr[r] + p.reduce(cute.ReductionOp.ADD, F32(0.0), 0)
             row_max[r] = m_new
@@ -704,6 +744,8 @@ class Config(NamedTuple):
     overlap: bool  # INTRA_WG_OVERLAP
     pingpong: bool  # PINGPONG
     max_ctas: int  # CTAs launched at most: the SM count with PERSISTENT, else unbounded (one per tile)
+    fma_cols: int = 0  # EXP2_FMA: of a thread's BLOCK_N / 4 score columns per row, on the FMA units
+    order: str = "stride"  # ORDER: which tile a persistent CTA takes in each round
 
 
 def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
@@ -711,7 +753,8 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
     block_m, block_n = TILE_OVERRIDE or TILES[(head_dim, has_left or has_right)]
     if block_m % 64 or not 64 <= block_m <= 192 or block_n % 16 or not 16 <= block_n <= 256:
         raise ValueError(f"tile ({block_m}, {block_n}): BLOCK_M must be 64, 128 or 192, BLOCK_N a multiple of 16 up to 256")
-    if PINGPONG and block_m < 128:
+    pingpong = PINGPONG[(head_dim, has_left or has_right)] if isinstance(PINGPONG, dict) else PINGPONG
+    if pingpong and block_m < 128:
         raise ValueError("PINGPONG takes turns between two or three consumer warpgroups (BLOCK_M = 128 or 192)")
     if isinstance(PERSISTENT, dict):
         persistent = PERSISTENT[(head_dim, has_left or has_right)]
@@ -719,7 +762,10 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
         persistent = PERSISTENT is True or (PERSISTENT == "auto" and head_dim == 64 and not (has_left or has_right))
     else:
         raise ValueError(f"PERSISTENT must be True, False, 'auto' or a dict like TILES, not {PERSISTENT!r}")
-    return Config(block_m, block_n, STAGES, INTRA_WG_OVERLAP, PINGPONG, sm_count() if persistent else 2**31 - 1)
+    fma_cols = round(EXP2_FMA.get((head_dim, has_left or has_right), 0.0) * block_n / 4)
+    if ORDER not in ("stride", "snake"):
+        raise ValueError(f"ORDER must be 'stride' or 'snake', not {ORDER!r}")
+    return Config(block_m, block_n, STAGES, INTRA_WG_OVERLAP, pingpong, sm_count() if persistent else 2**31 - 1, fma_cols, ORDER)
 
 
 @functools.cache
