@@ -143,7 +143,7 @@ def ours(arch: str) -> list:
     builders += [
         ("nvfp4_quantize_fptosi", lambda: nvfp4.compile_quantize.__wrapped__("bfloat16", arch, "fptosi")),
         ("nvfp4_quantize_scale_from_amax", lambda: nvfp4.compile_quantize.__wrapped__("bfloat16", arch, scale="partials")),
-        ("nvfp4_quantize_scale_every_cta", lambda: nvfp4.compile_quantize.__wrapped__("bfloat16", arch, scale="every_cta")),
+        ("nvfp4_quantize_scale_cluster", lambda: nvfp4.compile_quantize.__wrapped__("bfloat16", arch, scale="cluster")),
         ("nvfp4_amax", lambda: nvfp4.compile_amax.__wrapped__("bfloat16", arch)),
         ("nvfp4_dequantize_bf16", lambda: nvfp4.compile_dequantize.__wrapped__("bfloat16", arch)),
         ("nvfp4_dequantize_f32", lambda: nvfp4.compile_dequantize.__wrapped__("float32", arch)),

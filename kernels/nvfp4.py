@@ -36,12 +36,14 @@ import functools
 import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
+from cutlass._mlir.dialects import llvm, nvvm
 from cutlass.cute.runtime import make_ptr
+from cutlass.cutlass_dsl import dsl_user_op
 
 import lowering
 from kernels.cutedsl_compat import SmemAllocator
 from kernels.torch_device import arch_of, torch_module
-from lowering.targets import check_target
+from lowering.targets import check_target, sm_version
 
 # --- tuning knobs ---------------------------------------------------------------
 THREADS = 256  # threads per CTA
@@ -146,14 +148,21 @@ GLOBAL_SCALE_NUMERATOR = 448.0 * 6.0  # E4M3 max * E2M1 max: the global scale is
 
 
 # Where the quantize kernel gets the global scale from (`compile_quantize`'s `scale`):
-#   "given":     g[0], the caller's;
-#   "partials":  448*6 / max of the amax kernel's per-CTA maxima, launched just before it
-#                (two launches, one host call): any size;
-#   "every_cta": each CTA reads all of x for the amax itself, then quantizes its tile (one
-#                launch): redundant reads that stay in L2, cheaper than a second launch for
-#                small x only (ONE_LAUNCH_MAX_ELEMENTS, measured).
-SCALE_SOURCES = ("given", "partials", "every_cta")
-ONE_LAUNCH_MAX_ELEMENTS = 1 << 17  # "every_cta" up to this many elements (128 K: a 16 x 7168 decode activation is 112 K)
+#   "given":    g[0], the caller's;
+#   "partials": 448*6 / max of the amax kernel's per-CTA maxima, launched just before it
+#               (two launches, one host call): any size, any arch;
+#   "cluster":  one launch whose grid is one thread-block cluster (sm_90 and later): each
+#               CTA reduces its share of x, the CTA maxima meet in every CTA's shared memory
+#               (distributed shared memory, a cluster barrier), then each quantizes its tile.
+#               Covers ONE_LAUNCH_MAX_ELEMENTS at most.
+SCALE_SOURCES = ("given", "partials", "cluster")
+ONE_LAUNCH_CLUSTER = 8  # CTAs: the largest portable cluster size
+ONE_LAUNCH_MAX_ELEMENTS = ONE_LAUNCH_CLUSTER * THREADS * BLOCKS_PER_THREAD * BLOCK  # one quantize tile a CTA: 128 K
+
+
+def one_launch_arch(arch: str) -> bool:
+    """Whether `arch` has thread-block clusters (sm_90 and later), which the "cluster" build needs."""
+    return sm_version(arch) >= 90
 
 
 def _make_quantize(variant: str, per_thread: int, scale: str = "given"):
@@ -161,9 +170,9 @@ def _make_quantize(variant: str, per_thread: int, scale: str = "given"):
 
     "partials": `g` holds the amax kernel's partial maxima (`amax_ctas(n)` of them, one
     per thread: every CTA needs the global scale, and max is exact in any order);
-    "every_cta": every CTA reduces all of x itself. Both compute 448*6/amax (1 when amax
-    is 0; IEEE division, as the torch formula in `compute_global_scale`) and CTA 0's
-    thread 0 writes it to `g_out`: no fill, no atomics, no torch ops in between.
+    "cluster": the CTAs of the one cluster exchange their maxima. Both compute 448*6/amax
+    (1 when amax is 0; IEEE division, as the torch formula in `compute_global_scale`) and
+    CTA 0's thread 0 writes it to `g_out`: no fill, no atomics, no torch ops in between.
     """
     to_e2m1 = e2m1_fptosi if variant == "fptosi" else e2m1_plain
     step = THREADS * per_thread
@@ -182,7 +191,7 @@ def _make_quantize(variant: str, per_thread: int, scale: str = "given"):
             if cutlass.const_expr(scale == "partials"):
                 gs = _scale_from_partials(g, tidx)
             else:
-                gs = _scale_from_amax(_cta_max(_thread_amax(xb, tidx, 0, 1), tidx))
+                gs = _scale_from_cluster(xb, tidx, bidx)
             if bidx == 0:
                 if tidx == 0:
                     g_out[0] = gs
@@ -207,12 +216,16 @@ def _make_quantize(variant: str, per_thread: int, scale: str = "given"):
 
     @cute.jit
     def quantize(x: cute.Pointer, q: cute.Pointer, s: cute.Pointer, g: cute.Pointer, n: cutlass.Int32, stream: cuda.CUstream):
-        # g: the global scale, read ("given") or written ("every_cta")
+        # g: the global scale, read ("given") or written ("cluster")
         blocks = n // BLOCK
-        grid = (blocks + step - 1) // step
-        quantize_kernel(*_flat_tensors((x, n), (q, n // 8), (s, blocks), (g, 1), (g, 1))).launch(
-            grid=(grid, 1, 1), block=(THREADS, 1, 1), stream=stream
-        )
+        tensors = _flat_tensors((x, n), (q, n // 8), (s, blocks), (g, 1), (g, 1))
+        if cutlass.const_expr(scale == "cluster"):
+            # one cluster; CTAs past the data still take part in the amax exchange
+            cta = (ONE_LAUNCH_CLUSTER, 1, 1)
+            quantize_kernel(*tensors).launch(grid=cta, block=(THREADS, 1, 1), cluster=cta, stream=stream)
+        else:
+            grid = (blocks + step - 1) // step
+            quantize_kernel(*tensors).launch(grid=(grid, 1, 1), block=(THREADS, 1, 1), stream=stream)
 
     amax_partials = _make_amax(partials=True) if scale == "partials" else None
 
@@ -283,23 +296,38 @@ def _cta_max(value: F32, tidx: cutlass.Int32) -> F32:
 
 
 @cute.jit
-def _thread_amax(xb: cute.Tensor, tidx: cutlass.Int32, first_tile: cutlass.Int32, tile_stride: cutlass.Int32) -> F32:
+def _thread_amax(xb: cute.Tensor, tidx: cutlass.Int32, first_tile: cutlass.Int32, tile_stride: cutlass.Int32, per_thread: cutlass.Constexpr) -> F32:
     """This thread's max |x| over the finite elements of tiles first_tile, first_tile + tile_stride, ...
 
-    A tile is THREADS * AMAX_BLOCKS_PER_THREAD 16-element blocks (xb: [16, blocks]); the
-    loads of one tile are issued together. 0 when the thread sees no finite element.
+    A tile is THREADS * per_thread 16-element blocks (xb: [16, blocks]); a whole tile's
+    loads are issued before any is reduced (bytes in flight are what this loop is about),
+    only the last, partial tile is predicated per block. first_tile < tile_stride.
+    0 when the thread sees no finite element.
     """
-    step = THREADS * AMAX_BLOCKS_PER_THREAD
+    step = THREADS * per_thread
     blocks = cute.size(xb, mode=[1])
+    whole = blocks // step
     best = F32(0.0)
-    for tile in cutlass.range(first_tile, (blocks + step - 1) // step, tile_stride):
-        for i in cutlass.range_constexpr(AMAX_BLOCKS_PER_THREAD):
-            b = tile * step + i * THREADS + tidx
-            if b < blocks:
-                v = abs(xb[(None, b)].load().to(F32))
-                for j in cutlass.range_constexpr(BLOCK):
-                    # finite only: NaN and inf fail the compare
-                    best = cute.arch.fmax(best, cutlass.select_(v[j] < F32.inf, v[j], F32(0.0)))
+    for tile in cutlass.range(first_tile, whole, tile_stride):
+        values = [xb[(None, tile * step + i * THREADS + tidx)].load() for i in range(per_thread)]
+        for i in cutlass.range_constexpr(per_thread):
+            best = _finite_amax(best, values[i])
+    if whole * step < blocks:
+        if whole % tile_stride == first_tile:  # the partial tile is this CTA's turn
+            for i in cutlass.range_constexpr(per_thread):
+                b = whole * step + i * THREADS + tidx
+                if b < blocks:
+                    best = _finite_amax(best, xb[(None, b)].load())
+    return best
+
+
+@cute.jit
+def _finite_amax(best: F32, block: cute.TensorSSA) -> F32:
+    """max(best, |v|) over the finite values v of one 16-element block."""
+    v = abs(block.to(F32))
+    for j in cutlass.range_constexpr(BLOCK):
+        # finite only: NaN and inf fail the compare
+        best = cute.arch.fmax(best, cutlass.select_(v[j] < F32.inf, v[j], F32(0.0)))
     return best
 
 
@@ -307,6 +335,43 @@ def _thread_amax(xb: cute.Tensor, tidx: cutlass.Int32, first_tile: cutlass.Int32
 def _scale_from_amax(amax: F32) -> F32:
     """448*6 / amax, 1 when amax is 0 (IEEE division, as the torch formula in `compute_global_scale_eager`)."""
     return cutlass.select_(amax > F32(0.0), F32(GLOBAL_SCALE_NUMERATOR) / amax, F32(1.0))
+
+
+@dsl_user_op
+def _store_to_peer(smem_ptr: cute.Pointer, value: F32, peer_rank: cutlass.Int32, *, loc=None, ip=None) -> None:
+    """st.shared::cluster of one f32 at `smem_ptr`'s address in cluster CTA `peer_rank` (mapa, then a plain store).
+
+    CuTeDSL's tensors over distributed-shared-memory pointers refuse load/store, and its
+    only peer store is the mbarrier-tracked st.async; this one is ordered by the cluster
+    barrier that follows it (release/acquire)."""
+    dsmem = llvm.PointerType.get(cute.AddressSpace.dsmem)
+    peer = nvvm.mapa(dsmem, smem_ptr.to_llvm_ptr(loc=loc, ip=ip), cutlass.Int32(peer_rank).ir_value(loc=loc, ip=ip), loc=loc, ip=ip)
+    llvm.store(F32(value).ir_value(loc=loc, ip=ip), peer, loc=loc, ip=ip)
+
+
+@cute.jit
+def _scale_from_cluster(xb: cute.Tensor, tidx: cutlass.Int32, rank: cutlass.Int32) -> F32:
+    """448*6 / amax(|x|) over the finite values (1 when 0), in every thread of the cluster's CTAs.
+
+    The grid is one cluster of ONE_LAUNCH_CLUSTER CTAs (rank = block index). CTA r reduces
+    amax tiles r, r + ONE_LAUNCH_CLUSTER, ...; its thread t then stores the CTA's maximum
+    into slot r of CTA t's `maxima` (distributed shared memory), and after a cluster
+    barrier (arrive has release, wait acquire semantics) every CTA holds all the maxima.
+    """
+    # peers write into this CTA's shared memory only after every CTA has started: the
+    # arrive here, its wait just before the stores (the reduction runs in between)
+    cute.arch.cluster_arrive_relaxed()
+    best = _cta_max(_thread_amax(xb, tidx, rank, ONE_LAUNCH_CLUSTER, AMAX_BLOCKS_PER_THREAD), tidx)
+    maxima = SmemAllocator().allocate_tensor(F32, cute.make_layout((ONE_LAUNCH_CLUSTER,)), byte_alignment=16)
+    cute.arch.cluster_wait()
+    if tidx < ONE_LAUNCH_CLUSTER:
+        _store_to_peer(maxima.iterator + rank, best, tidx)
+    cute.arch.cluster_arrive()
+    cute.arch.cluster_wait()
+    amax = maxima[0]
+    for r in cutlass.range_constexpr(1, ONE_LAUNCH_CLUSTER):
+        amax = cute.arch.fmax(amax, maxima[r])
+    return _scale_from_amax(amax)
 
 
 @cute.jit
@@ -358,7 +423,7 @@ def _make_amax(partials: bool = False):
         tidx, _, _ = cute.arch.thread_idx()
         bidx, _, _ = cute.arch.block_idx()
         grid, _, _ = cute.arch.grid_dim()
-        best = _cta_max(_thread_amax(xb, tidx, bidx, grid), tidx)
+        best = _cta_max(_thread_amax(xb, tidx, bidx, grid, AMAX_BLOCKS_PER_THREAD), tidx)
         if tidx == 0:
             if cutlass.const_expr(partials):
                 out[bidx] = best
@@ -448,8 +513,8 @@ def compile_quantize(
       (`amax_ctas(n)` f32, uninitialised), then the quantize kernel that reduces them and
       writes the global scale it derives (arguments x, q, s, partials, global_scale_out,
       n, stream);
-    - "every_cta": one launch, every CTA reads all of x for the amax (for n up to
-      ONE_LAUNCH_MAX_ELEMENTS); arguments x, q, s, global_scale_out, n, stream.
+    - "cluster": one launch, the grid one cluster (for n up to ONE_LAUNCH_MAX_ELEMENTS;
+      sm_90 and later: `one_launch_arch`); arguments x, q, s, global_scale_out, n, stream.
     `tvm_ffi`: the TVM-FFI calling convention (see TVM_FFI_OPTION). Works without a
     GPU for any arch.
     """
@@ -462,6 +527,8 @@ def compile_quantize(
     pipeline = fptosi_pipeline(arch) if variant == "fptosi" else "auto"
     x, q, s, g = _pointer_args(INPUT_TYPES[in_dtype], *[_TRACE_ADDRESS] * 4)
     pointers = (x, q, s, g, _f32_pointer(_TRACE_ADDRESS)) if scale == "partials" else (x, q, s, g)
+    if scale == "cluster" and not one_launch_arch(check_target(arch)):
+        raise ValueError(f"scale='cluster' needs thread-block clusters (sm_90 and later), not {arch!r}")
     return _build(_make_quantize(variant, per_thread, scale), pointers, arch, pipeline, tvm_ffi)
 
 

@@ -106,6 +106,17 @@ def _sm_count(index: int) -> int:
     return sms
 
 
+_DEVICE_CLUSTERS: dict = {}
+
+
+def _has_clusters(index: int) -> bool:
+    """Whether device `index` has thread-block clusters (looked up once)."""
+    has = _DEVICE_CLUSTERS.get(index)
+    if has is None:
+        has = _DEVICE_CLUSTERS[index] = nvfp4.one_launch_arch(_arch(index))
+    return has
+
+
 def _stream(index: int) -> int:
     """torch's current stream on device `index`, as the raw handle the kernels take."""
     return torch._C._cuda_getCurrentRawStream(index)
@@ -157,9 +168,10 @@ def quantize_computing_scale_impl(x: Tensor, variant: str = "plain") -> tuple[Te
     """x [M, K] -> (packed, scales, global scale f32 0-d = 448*6/amax(|x|) over the finite values, 1 if 0).
 
     No torch ops in between, no fill: allocations and one TVM-FFI call. Up to
-    `nvfp4.ONE_LAUNCH_MAX_ELEMENTS` one launch (every CTA reduces all of x itself, from
-    L2); beyond, two: the amax kernel writes per-CTA partial maxima into an uninitialised
-    buffer, then the quantize kernel reduces them in every CTA (see `nvfp4.SCALE_SOURCES`).
+    `nvfp4.ONE_LAUNCH_MAX_ELEMENTS` on sm_90 and later, one launch (a cluster of CTAs that
+    exchange their maxima); otherwise two: the amax kernel writes per-CTA partial maxima
+    into an uninitialised buffer, then the quantize kernel reduces them in every CTA (see
+    `nvfp4.SCALE_SOURCES`).
     """
     if not _quantize_ok(x, None, variant):
         nvfp4.check_quantize_input(x, None, variant)
@@ -169,11 +181,10 @@ def quantize_computing_scale_impl(x: Tensor, variant: str = "plain") -> tuple[Te
     n = m * k
     if not n:
         return packed, scales, x.new_ones((), dtype=_F32)
-    if n <= nvfp4.ONE_LAUNCH_MAX_ELEMENTS:
+    device = x.get_device()
+    if n <= nvfp4.ONE_LAUNCH_MAX_ELEMENTS and _has_clusters(device):
         scale = x.new_empty((), dtype=_F32)
-        _quantize_launch(x, variant, "every_cta")(
-            x.data_ptr(), packed.data_ptr(), scales.data_ptr(), scale.data_ptr(), n, _stream(x.get_device())
-        )
+        _quantize_launch(x, variant, "cluster")(x.data_ptr(), packed.data_ptr(), scales.data_ptr(), scale.data_ptr(), n, _stream(device))
         return packed, scales, scale
     # [global scale, the amax kernel's partial maxima]: one allocation, every element written
     # by the kernels, addressed by pointer arithmetic; the op returns element 0 (a view is
@@ -181,7 +192,7 @@ def quantize_computing_scale_impl(x: Tensor, variant: str = "plain") -> tuple[Te
     scale_and_partials = x.new_empty((1 + nvfp4.amax_ctas(n),), dtype=_F32)
     scale_ptr = scale_and_partials.data_ptr()
     _quantize_launch(x, variant, "partials")(
-        x.data_ptr(), packed.data_ptr(), scales.data_ptr(), scale_ptr + 4, scale_ptr, n, _stream(x.get_device())
+        x.data_ptr(), packed.data_ptr(), scales.data_ptr(), scale_ptr + 4, scale_ptr, n, _stream(device)
     )
     return packed, scales, scale_and_partials[0]
 

@@ -134,7 +134,7 @@ def test_import_needs_no_torch():
 # --- compiles, no GPU ------------------------------------------------------------------------
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
-@pytest.mark.parametrize("scale", ["given", "partials", "every_cta"])
+@pytest.mark.parametrize("scale", ["given", "partials", "cluster"])
 def test_quantize_compiles(arch, dtype, scale):
     import lowering
     from kernels import nvfp4
@@ -211,7 +211,7 @@ def test_scale_from_partials_ptx(arch, tmp_path):
     values = nvfp4._values_pointer(nvfp4.INPUT_TYPES["bfloat16"], 256)
     quantize_pointers = nvfp4._pointer_args(nvfp4.INPUT_TYPES["bfloat16"], *[256] * 4)
     quantize = ptx(nvfp4._make_quantize("plain", nvfp4.BLOCKS_PER_THREAD, "partials"), quantize_pointers + (f32,))
-    one_launch = ptx(nvfp4._make_quantize("plain", nvfp4.BLOCKS_PER_THREAD, "every_cta"), quantize_pointers)
+    one_launch = ptx(nvfp4._make_quantize("plain", nvfp4.BLOCKS_PER_THREAD, "cluster"), quantize_pointers)
     amax = ptx(nvfp4._make_amax(partials=True), (values, f32))
     scale = ptx(nvfp4._make_global_scale(), (values, f32, f32))
     for module in (quantize, one_launch, scale):
@@ -221,8 +221,14 @@ def test_scale_from_partials_ptx(arch, tmp_path):
     for kernel in (quantize, one_launch, amax, scale):
         assert not [line for line in kernel.splitlines() if line.strip().startswith(("atom.", "red."))]
     assert "%nctaid.x" in amax  # the loop over tiles strides by the grid
-    assert "%nctaid.x" not in one_launch  # every CTA walks all of x itself: nothing depends on the grid
     assert one_launch.count(".entry") == 1 and quantize.count(".entry") == 2  # one launch against two
+    # the one-launch build: each CTA's maximum stored into every peer's shared memory, between
+    # a relaxed arrive/wait (all CTAs started) and a release arrive/acquire wait (all stored)
+    cluster = [line.strip().split()[0] for line in one_launch.splitlines() if "cluster" in line and not line.strip().startswith("//")]
+    assert cluster == [
+        "barrier.cluster.arrive.relaxed;", "barrier.cluster.wait;", "mapa.shared::cluster.u32",
+        "st.shared::cluster.b32", "barrier.cluster.arrive;", "barrier.cluster.wait;",
+    ], cluster  # fmt: skip
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (5, 3), (128, 4), (130, 5), (256, 8), (300, 448)])
@@ -432,16 +438,19 @@ def test_tile_epilogue_matches_quantize(dtype, d, swizzled, m):
 def _amax_case(torch, dtype: str, case: str, seed: int, device: str):
     """An input for the global-scale tests: random x5, with the case's specials planted."""
     gen = torch.Generator(device=device).manual_seed(seed)
-    # looping_grid: 2^24 elements = 512 amax tiles over AMAX_CTAS = 256 CTAs, each CTA reduces two
+    # looping_grid: 4097 x 4096 = 512 whole amax tiles + a partial one over AMAX_CTAS = 256 CTAs: each CTA
+    # reduces two, CTA 0 also the partial tile (where the planted maximum is)
     # decode: 16 x 7168 (one launch, 7 quantize CTAs each reducing all of x); at_limit: ONE_LAUNCH_MAX_ELEMENTS
     shape = {
         "tail": (3, 48),
         "last_block": (64, 4096),
         "one_huge": (64, 4096),
-        "looping_grid": (4096, 4096),
+        "looping_grid": (4097, 4096),
         "decode": (16, 7168),
         "at_limit": (32, 4096),
     }.get(case, (1000, 1024))
+    if case.endswith("_decode"):  # the same specials in a 16 x 7168 input: the one-launch build
+        case, shape = case.removesuffix("_decode"), (16, 7168)
     x = (torch.randn(shape, generator=gen, device=device) * 5).to(getattr(torch, dtype))
     if case == "specials":  # NaN and inf are skipped; the largest finite value wins
         x.view(-1)[::97] = float("nan")
@@ -451,7 +460,7 @@ def _amax_case(torch, dtype: str, case: str, seed: int, device: str):
     elif case == "zeros":
         x.zero_()
     elif case in ("last_block", "one_huge", "looping_grid", "decode", "at_limit"):
-        x.view(-1)[-1] = -1000.0  # in the last block of the last CTA (of a CTA's second tile for looping_grid)
+        x.view(-1)[-1] = -1000.0  # the last block of the last tile (for looping_grid the partial tile, CTA 0's third)
     elif case == "all_nonfinite":
         x.view(-1)[::2] = float("nan")
         x.view(-1)[1::2] = float("inf")
@@ -472,25 +481,38 @@ def test_one_launch_limit_is_the_at_limit_case():
 
     assert 32 * 4096 == nvfp4.ONE_LAUNCH_MAX_ELEMENTS  # the GPU case "at_limit" takes the one-launch build at its largest
     assert 16 * 7168 <= nvfp4.ONE_LAUNCH_MAX_ELEMENTS < 64 * 4096  # "decode" one launch, "last_block" two
+    # every element is in some CTA's quantize tile: one tile a CTA, the grid one cluster
+    assert nvfp4.ONE_LAUNCH_MAX_ELEMENTS == nvfp4.ONE_LAUNCH_CLUSTER * nvfp4.THREADS * nvfp4.BLOCKS_PER_THREAD * nvfp4.BLOCK
+    assert nvfp4.ONE_LAUNCH_CLUSTER <= 8  # the portable cluster size
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89"])
+def test_cluster_build_refused_without_clusters(arch):
+    from kernels import nvfp4
+
+    assert not nvfp4.one_launch_arch(arch)
+    with pytest.raises(ValueError, match="needs thread-block clusters"):
+        nvfp4.compile_quantize("bfloat16", arch, scale="cluster")
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
 @pytest.mark.parametrize(
-    "case", ["random", "specials", "zeros", "tail", "last_block", "looping_grid", "all_nonfinite", "decode", "at_limit"]
+    "case",
+    ["random", "specials", "zeros", "tail", "last_block", "looping_grid", "all_nonfinite", "decode", "at_limit"]
+    + ["specials_decode", "zeros_decode", "all_nonfinite_decode"],
 )
-@pytest.mark.parametrize("build", ["by_size", "partials", "every_cta"])
+@pytest.mark.parametrize("build", ["by_size", "partials"])
 def test_quantize_computed_scale_matches_torch(dtype, case, build, monkeypatch):
     """The global scale is the torch formula bit for bit, and packed/scales equal quantize with it given.
 
-    build: the one the size picks (ONE_LAUNCH_MAX_ELEMENTS), or either forced by moving the limit."""
+    build: the one the size picks (one launch, the cluster build, up to ONE_LAUNCH_MAX_ELEMENTS:
+    tail, decode, at_limit, *_decode), or the two-launch build forced for every size."""
     torch = _cuda()
     from kernels import nvfp4
 
-    if build == "every_cta" and case == "looping_grid":
-        pytest.skip("16 M elements read by each of 1024 CTAs: the one-launch build is for small x only")
-    if build != "by_size":
-        monkeypatch.setattr(nvfp4, "ONE_LAUNCH_MAX_ELEMENTS", 0 if build == "partials" else 2**31)
+    if build == "partials":
+        monkeypatch.setattr(nvfp4, "ONE_LAUNCH_MAX_ELEMENTS", 0)
     x = _amax_case(torch, dtype, case, seed=11, device="cuda")
     packed, scales, gs = nvfp4.quantize(x)
     want = _torch_global_scale(torch, x)
