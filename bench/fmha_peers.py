@@ -123,6 +123,9 @@ VARIANTS = {
     "cand_snake_d64c192": _cand(ORDER="snake", d64c=(192, 128)),
     "cand_snake_pp128": _cand(ORDER="snake", PINGPONG=True),
     "cand_snake_fma": _cand(ORDER="snake", EXP2_FMA={(64, False): 0.25, (64, True): 0.25}),
+    # run3: what to do where a diagonal is crossed (D=128 and D=64 causal/window)
+    "diag_one_cta": _cand(ORDER="snake", PERSISTENT={(64, False): True, (64, True): False, (128, False): True, (128, True): False}),
+    "diag_snake_pp": _cand(ORDER="snake", PINGPONG={(64, False): True, (64, True): False, (128, False): False, (128, True): True}),
     "d128_160_persistent": {"TILES": {**_T128, (128, False): (128, 160)},
                             "PERSISTENT": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
 }

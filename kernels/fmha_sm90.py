@@ -4,17 +4,18 @@ Same API, semantics and masks as `kernels.fmha` (read its docstring: bottom-righ
 causal/window limits, per-head sink logit, GQA, LSE, rows that see nothing give out = 0
 and LSE = -inf); `kernels.fmha.attention` picks this path on sm_90a.
 
-The kernel: CTAs of three warpgroups, each taking a (128-query tile, q head, batch) in turn
-from a linear order (query tile fastest, last-first: with a causal mask the longest rows
-start first and the short ones fill the tail; CTAs that run together share a head's K/V in
-L2). One CTA per tile, or, where PERSISTENT says so, one per SM walking the tiles, its
-producer loading the next tile while the consumers finish the current one (Config).
+The kernel: CTAs of a producer and two or three consumer warpgroups, each taking a
+(64 x consumers query tile, q head, batch) in turn from a linear order (query tile fastest,
+last-first: with a causal mask the longest rows start first and the short ones fill the tail;
+CTAs that run together share a head's K/V in L2). One CTA per tile, or, where PERSISTENT says
+so, one per SM walking the tiles (every other round backwards: ORDER), its producer loading
+the next tile while the consumers finish the current one (Config).
 
 - Warpgroup 0 is the producer: one warp issues TMA loads (Q once, then K and V tiles of
   BLOCK_N keys from the last visited block to the first) into a ring of STAGES shared
   memory buffers, each completing on an mbarrier; a buffer is reused once both consumer
   warpgroups have released it. It gives most of its registers away (setmaxnreg).
-- Warpgroups 1 and 2 are consumers, 64 query rows each. Per key block:
+- Warpgroups 1.. are consumers, 64 query rows each. Per key block:
   S = Q K^T by wgmma with both operands in shared memory (fp32 accumulators in registers),
   the K buffer released as soon as S is complete; the element mask only on blocks that
   cross a causal/window limit or the key tail; online softmax in registers (running row
@@ -57,13 +58,15 @@ from kernels.cutedsl_compat import LayoutEnum, SmemAllocator
 # --- tuning knobs ---------------------------------------------------------------
 # (query rows per CTA, keys per K/V tile) by head dim and whether a diagonal (causal/window)
 # is crossed; 64 query rows per consumer warpgroup. FA3 (hopper/tile_size.h) and FA4's sm90
-# path take 192 x 128 for D=64 (three consumers) and FA3 128 x 176 for D=128 without a mask;
-# here those spill (ptxas: 600+ bytes at 160 registers for 192 x 128 with P in registers and
-# the intra-warpgroup overlap; 370 bytes at 240 for 128 x 176) and measured slower on the
-# H200 (bench/h200/fmha_peers/run1: D=64 287 against 416 TFLOP/s, D=128 403 against 681),
-# so every case keeps 128 x 128 until the softmax's register use comes down.
+# path take 192 x 128 for D=64 (three consumers) and FA3 128 x 176 for D=128 without a mask.
+# 192 x 128 at D=64 fits 160 registers a consumer when persistent (ptxas: 8 bytes of spills
+# outside the key loop; 84 with a causal mask; one CTA per tile 240 / 644 bytes) and, with
+# PINGPONG, measured 426-446 against 411-421 TFLOP/s for 128 x 128 at 4x16x4096x64
+# (bench/h200/fmha_prefill/run1-3); with a causal mask it does not pay (354 against 358 at
+# 4x16x4096, 297 against 320 at 16x8x2048, both persistent, snake order: run2). D=128: 128 x
+# 160 (no spills) and 128 x 176 (40 bytes) lost to 128 x 128 (run2 of this and of fmha_peers).
 TILES = {
-    (64, False): (128, 128),
+    (64, False): (192, 128),
     (64, True): (128, 128),
     (128, False): (128, 128),
     (128, True): (128, 128),
@@ -77,24 +80,26 @@ REGISTERS = 512  # 64K registers over the CTA's warpgroups of 128 threads: produ
 INTRA_WG_OVERLAP = True
 # FA3's scheduler barrier between the consumers: named barriers let one warpgroup issue its
 # wgmmas while the others run their softmax, in a fixed rotation (two or three consumers);
-# a bool, or a dict {(head_dim, crosses a diagonal): bool} like TILES
-PINGPONG = False
+# a bool, or a dict {(head_dim, crosses a diagonal): bool} like TILES. With three consumers
+# (D=64, 192 x 128) it measured 426-446 against 433-440 without (run1-3: within the noise,
+# kept as FA3 does); with two (128 x 128) within +-2% in an earlier run (RESULTS.md).
+PINGPONG = {(64, False): True, (64, True): False, (128, False): False, (128, True): False}
 EPILOGUE_BARRIER = 1  # named barriers 1.. : one per consumer warpgroup (its O rows in shared memory)
 TURN_BARRIER = 5  # named barriers 5, 6 (, 7): PINGPONG's turns, one per consumer
 # one CTA per SM walks the tiles (FA3's persistent scheduling, static order): the producer
 # loads the next tile's K/V (and Q, which has a buffer apart from O's) while the consumers
-# finish the current tile. "auto": only at D=64 without a causal/window limit. With a
-# diagonal the static order balances worse than the hardware's block scheduler (simulated:
-# 1.12 against 1.07 of the mean per SM at 4x16x4096 causal, 1.19 against 1.07 at
-# 16x8x2048). At D=128 the loop over tiles made ptxas serialize every wgmma (C7512, measured
-# 0.72x in bench/h200/fmha_peers/run2); compute_tile's fill of S before the first S wgmma of
-# a tile removes that (SASS: 4 WARPGROUP.ARRIVE for 32 HGMMA, as without the loop), but
-# persistent D=128 has not been timed since. True: always; False: one CTA per tile; or a
-# dict {(head_dim, crosses a diagonal): bool} like TILES.
-PERSISTENT = "auto"
+# finish the current tile. The S fill before a tile's first S wgmma keeps ptxas from
+# serializing the wgmmas in the loop (C7512, 0.72x at D=128 before it). Measured on the H200
+# against one CTA per tile (bench/h200/fmha_prefill/run1-3, TFLOP/s): D=128 without a mask
+# 636-691 against 610-659 (4x16x4096, 2x16x8192), 518-564 against 466-502 (8x32x1024); with
+# a diagonal, in the snake ORDER: window 1024 466-486 against 432-442, 16x8x2048x64 causal
+# 315-321 against 300-304; 4x16x4096 causal D=128 and D=64 within -2% .. +1%, 2x16x8192
+# causal and sink -3% and -6% (run2: one run each). True: always; False: one CTA per tile;
+# or a dict {(head_dim, crosses a diagonal): bool} like TILES.
+PERSISTENT = {(64, False): True, (64, True): True, (128, False): True, (128, True): True}
 # the order in which persistent CTAs take tiles: "stride" (CTA c: c, c + ctas, ...) or "snake"
 # (every other round backwards: balances causal tiles; _FmhaSm90.scheduled)
-ORDER = "stride"
+ORDER = "snake"
 # FA4's relief for MUFU: the share of each row's scores whose exp2 is a polynomial on the FMA
 # units (kernels.fmha's exp2_fma_magic), by (head dim, crosses a diagonal); absent = 0. At D=64
 # one 64 x 128 block's 8192 exp2 take MUFU (16 a clock per SM) as long as its two wgmmas take

@@ -7,8 +7,9 @@ python3 -c 'import cutlass' || { echo NOT_STAGED; exit 3; }
 set -o pipefail
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,utilization.gpu,memory.used --format=csv > $OUT/gpu.txt 2>&1
 t0=$(date +%s)
-if [ -n "$2" ]; then args="--steps $2 --results $OUT/results.json"; cp bench/results.json $OUT/results.json; else args="--skip-peers"; fi
-timeout ${BENCH_TIMEOUT:-400} python3 bench/fmha_peers.py --out $OUT --variants "$1" $args 2>&1 | tee $OUT/peers.log | grep -v '^{' | tail -60
+# (the results.json entries are merged on the home machine from $OUT/fmha_peers.json: see RESULTS.md)
+if [ -n "$2" ]; then args="--steps $2"; else args="--skip-peers"; fi
+timeout ${BENCH_TIMEOUT:-400} python3 bench/fmha_peers.py --out $OUT --variants "$1" $args ${VARIANT_CASES:+--variant-cases $VARIANT_CASES} 2>&1 | tee $OUT/peers.log | grep -v '^{' | tail -60
 echo "bench: rc=$? $(( $(date +%s) - t0 ))s"
 if [ -n "$3" ]; then
   # the wgmma path's GPU tests and the torch ops' GPU tests, in 8 processes
