@@ -99,7 +99,7 @@ def _cand(d64c=(128, 128), **knobs):
 VARIANTS = {
     "before": None,
     "now": {},
-    "head_774a43d": {"TILES": _T128, "PERSISTENT": "auto", "PINGPONG": False},  # the knobs' values at 774a43d
+    "head_774a43d": {"TILES": _T128, "PERSISTENT": "auto", "PINGPONG": False, "ORDER": "stride"},  # the knobs' values at 774a43d
     "one_cta_per_tile": {"PERSISTENT": False},
     "persistent_all": {"PERSISTENT": True},
     "d64_192x128": {"TILES": {(64, False): (192, 128), (64, True): (192, 128), (128, False): (128, 128), (128, True): (128, 128)}},
