@@ -48,12 +48,13 @@ from cutlass.cute.nvgpu import cpasync, warp
 from cutlass.cute.runtime import make_ptr
 
 import lowering
-from kernels.attention_parts import LN2, LOG2E, finish_row
+from kernels.attention_parts import LN2, LOG2E, add, finish_row, quad_allreduce
 from kernels.cutedsl_compat import SmemAllocator
 from kernels.fmha import DTYPES, HEAD_DIMS, _as_operand_a, _Fmha, _mn_view
 
 # --- tuning knobs ---------------------------------------------------------------
 BLOCK_M = 64  # packed rows per CTA: 4 warps x 16 (one m16 MMA row block each)
+KEY_WARPS_ROWS = 16  # at most this many packed rows: one 16-row tile, the 4 warps split each key block
 BLOCK_N = 64  # keys per streamed K/V tile
 STAGES = 3  # K/V tile pairs in shared memory: two blocks in flight while one is computed
 THREADS = 128
@@ -90,16 +91,16 @@ def choose_splits(b: int, sq: int, sk: int, hq: int, hkv: int, left: int, right:
     return max(1, min(want, blocks // MIN_BLOCKS_PER_SPLIT, MAX_SPLITS))
 
 
-def partial_floats(b: int, sq: int, hq: int, d: int, num_splits: int) -> int:
-    """f32 elements of the partial-result buffer: O then LSE, `num_splits` of each per packed row."""
-    return num_splits * b * hq * sq * (d + 1)
-
-
 class _SplitKV(_Fmha):
     """One compiled configuration (dtype, head dim, masks, sink): split kernel + combine kernel."""
 
-    def __init__(self, dtype, head_dim: int, has_left: bool, has_right: bool, has_sink: bool):
+    def __init__(self, dtype, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, key_warps: bool = False):
         super().__init__(dtype, head_dim, has_left, has_right, has_sink)
+        # <= 16 packed rows: one 16-row tile, warp w takes keys 16w .. 16w + 15 of every block
+        # (one warp of 64-row tiles would do all the math on one SM sub-partition), and the
+        # four warps' softmax states are merged through shared memory at the end
+        self.key_warps = key_warps
+        self.tile_m = KEY_WARPS_ROWS if key_warps else BLOCK_M
 
     # --- host side: layouts, copies, two launches ------------------------------------------
     @cute.jit
@@ -113,6 +114,7 @@ class _SplitKV(_Fmha):
         sink_ptr: cute.Pointer,
         part_o_ptr: cute.Pointer,
         part_lse_ptr: cute.Pointer,
+        counters_ptr: cute.Pointer,
         b: I32,
         sq: I32,
         sk: I32,
@@ -143,10 +145,12 @@ class _SplitKV(_Fmha):
             part_o_ptr, cute.make_layout((num_splits, bh, rows, d), stride=(cute.assume(bh * row_d, divby=d), row_d, d, 1))
         )
         mPartLSE = cute.make_tensor(part_lse_ptr, cute.make_layout((num_splits, bh, rows), stride=(bh * rows, rows, 1)))
+        tiles = cute.ceil_div(rows, self.tile_m) * bh
+        mCounters = cute.make_tensor(counters_ptr, cute.make_layout((tiles,)))  # key_warps: zero on entry, left zero
 
         # shared memory: 128-byte rows of 64 elements, XOR-swizzled (conflict-free ldmatrix)
         atom = cute.make_composed_layout(cute.make_swizzle(3, 3, 3), 0, cute.make_layout((8, 64), stride=(64, 1)))
-        sQ_layout = cute.tile_to_shape(atom, (BLOCK_M, d), (0, 1))
+        sQ_layout = cute.tile_to_shape(atom, (self.tile_m, d), (0, 1))
         sKV_layout = cute.tile_to_shape(atom, (BLOCK_N, d, STAGES), (0, 1, 2))
 
         @cute.struct
@@ -154,6 +158,8 @@ class _SplitKV(_Fmha):
             q: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]
             k: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
             v: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
+            stats: cute.struct.Align[cute.struct.MemRange[F32, 2 * (THREADS // 32) * KEY_WARPS_ROWS], 16]
+            arrivals: cute.struct.Align[cute.struct.MemRange[I32, 4], 16]
 
         vec = 128 // dt.width
         thr = cute.make_layout((THREADS // (64 // vec), 64 // vec), stride=(64 // vec, 1))
@@ -162,18 +168,26 @@ class _SplitKV(_Fmha):
             thr,
             cute.make_layout((1, vec)),
         )
-        mma = cute.make_tiled_mma(
-            warp.MmaF16BF16Op(dt, F32, (16, 8, 16)),
-            (THREADS // 32, 1, 1),
-            permutation_mnk=(THREADS // 32 * 16, 16, 16),
-        )
-        self.split_kernel(mQ, mK, mV, mPartO, mPartLSE, scale_log2, left, right, sQ_layout, sKV_layout, g2s, mma, Smem).launch(
-            grid=(cute.ceil_div(rows, BLOCK_M) * bh, num_splits, 1), block=[THREADS, 1, 1], stream=stream,
+        if cutlass.const_expr(self.key_warps):
+            mma = cute.make_tiled_mma(warp.MmaF16BF16Op(dt, F32, (16, 8, 16)), (1, 1, 1), permutation_mnk=(16, 16, 16))
+            kernel = self.split_kernel_key_warps(
+                mQ, mK, mV, mPartO, mPartLSE, mCounters, mO, mLSE, mSink, scale_log2, left, right, sQ_layout, sKV_layout, g2s, mma, Smem
+            )
+        else:
+            mma = cute.make_tiled_mma(
+                warp.MmaF16BF16Op(dt, F32, (16, 8, 16)),
+                (THREADS // 32, 1, 1),
+                permutation_mnk=(THREADS // 32 * 16, 16, 16),
+            )
+            kernel = self.split_kernel(mQ, mK, mV, mPartO, mPartLSE, scale_log2, left, right, sQ_layout, sKV_layout, g2s, mma, Smem)
+        kernel.launch(
+            grid=(tiles, num_splits, 1), block=[THREADS, 1, 1], stream=stream,
             min_blocks_per_mp=CTAS_PER_SM, preferred_smem_carveout=100,  # (a carveout: compiles without a GPU)
         )
-        self.combine_kernel(mPartO, mPartLSE, mO, mLSE, mSink).launch(
-            grid=(cute.ceil_div(rows, COMBINE_WARPS) * bh, 1, 1), block=[COMBINE_WARPS * 32, 1, 1], stream=stream
-        )
+        if cutlass.const_expr(not self.key_warps):  # (the key_warps kernel's last CTA of a tile combines it)
+            self.combine_kernel(mPartO, mPartLSE, mO, mLSE, mSink).launch(
+                grid=(cute.ceil_div(rows, COMBINE_WARPS) * bh, 1, 1), block=[COMBINE_WARPS * 32, 1, 1], stream=stream
+            )
 
     # --- the split kernel: one (m-tile of packed rows, key range, batch * kv head) --------------
     @cute.kernel
@@ -197,35 +211,12 @@ class _SplitKV(_Fmha):
         dt = self.dtype
         tidx, _, _ = cute.arch.thread_idx()
         tile, split, _ = cute.arch.block_idx()
-        num_splits = mPartO.shape[0]
-        rows = mPartO.shape[2]
-        m_tiles = (rows + BLOCK_M - 1) // BLOCK_M
-        bh = tile // m_tiles  # x = (batch * Hkv + kv head) * m_tiles + m-tile: a 1-D x, no 65535 limit
-        m_block = tile - bh * m_tiles
-        sq = mQ.shape[1]
         sk = mK.shape[1]
-        hkv = mK.shape[2]
-        group = mQ.shape[2] // hkv
-        batch = bh // hkv
-        kv_head = bh - batch * hkv
-        offset = sk - sq  # bottom-right alignment of the masks
-        m0 = m_block * BLOCK_M
-
-        # --- the tile's key blocks (from its first and last query), then this split's share ---
-        q_first = m0 // group
-        q_last = cutlass.min(m0 + BLOCK_M, rows) // group  # rounds up past the last row's query: conservative
-        hi = sk
-        if cutlass.const_expr(self.has_right):
-            hi = cutlass.min(sk, q_last + offset + right + 1)
-        hi = cutlass.max(hi, 0)
-        tile_max = (hi + BLOCK_N - 1) // BLOCK_N
-        tile_min = I32(0)
-        if cutlass.const_expr(self.has_left):
-            tile_min = cutlass.max(q_first + offset - left, 0) // BLOCK_N
-        per_split = (cutlass.max(tile_max - tile_min, 0) + num_splits - 1) // num_splits
-        n_block_min = tile_min + split * per_split
-        n_block_max = cutlass.min(n_block_min + per_split, tile_max)
+        rows = mPartO.shape[2]
+        m0, bh, batch, kv_head, group, offset = self.tile_coords(mQ, mK, mPartO, tile)
+        q_first, q_last, n_block_min, n_block_max = self.key_blocks(m0, rows, group, sk, offset, left, right, split, mPartO.shape[0])
         n_blocks = cutlass.max(n_block_max - n_block_min, 0)
+        m_block = m0 // BLOCK_M
 
         gK = cute.local_tile(mK[batch, None, kv_head, None], (BLOCK_N, d), (None, 0))
         gV = cute.local_tile(mV[batch, None, kv_head, None], (BLOCK_N, d), (None, 0))
@@ -277,22 +268,9 @@ class _SplitKV(_Fmha):
         # a warp with no packed row left skips the math and only streams K/V
         has_rows = m0 + (tidx // 32) * 16 < rows
 
-        # --- prologue: Q's packed rows (one pointer per row), then K/V of the first STAGES - 1 blocks
-        vec = cute.size(tQs.shape[0][0])
-        for m in cutlass.range_constexpr(cute.size(tQs.shape[1])):
-            r = m0 + tQc[0, m, 0][0]
-            if r < rows:
-                query = r // group
-                q_row = cute.tiled_divide(mQ[batch, query, kv_head * group + (r - query * group), None], (vec,))
-                for kk in cutlass.range_constexpr(cute.size(tQs.shape[2])):
-                    cute.copy(g2s, q_row[None, tQc[0, m, kk][1] // vec], tQs[None, m, kk])
-            else:
-                tQs[None, m, None].fill(0)
-        for s in cutlass.range_constexpr(STAGES - 1):
-            if s < n_blocks:
-                self.load_kv(g2s, tKg, tKs[None, None, None, s], tKVc, n_block_max - 1 - s, sk)
-                self.load_kv(g2s, tVg, tVs[None, None, None, s], tKVc, n_block_max - 1 - s, sk)
-            cute.arch.cp_async_commit_group()  # one group per stage, empty or not: the wait counts stay exact
+        # --- prologue: Q's packed rows, then K/V of the first STAGES - 1 blocks -------------------
+        self.load_q_packed(g2s, tQs, tQc, mQ, m0, rows, group, batch, kv_head)
+        self.load_first_stages(g2s, tKg, tKs, tVg, tVs, tKVc, n_block_max, n_blocks, sk)
 
         # --- main loop: this split's key blocks from the last to the first; block `it` sits in
         # stage it % STAGES, and the loads of the next STAGES - 1 blocks stay in flight
@@ -339,15 +317,250 @@ class _SplitKV(_Fmha):
                 if tidx % 4 == 0:
                     mPartLSE[split, bh, row] = lse2
 
+    # --- what both split kernels share ------------------------------------------------------------
+    def tile_coords(self, mQ, mK, mPartO, tile):
+        """(first packed row, batch * Hkv + kv head, batch, kv head, G, Sk - Sq) of CTA `tile`.
+
+        Grid x = (batch * Hkv + kv head) * m-tiles + m-tile: one dimension, no 65535 limit.
+        """
+        rows = mPartO.shape[2]
+        m_tiles = (rows + self.tile_m - 1) // self.tile_m
+        bh = tile // m_tiles
+        hkv = mK.shape[2]
+        batch = bh // hkv
+        return (tile - bh * m_tiles) * self.tile_m, bh, batch, bh - batch * hkv, mQ.shape[2] // hkv, mK.shape[1] - mQ.shape[1]
+
+    def key_blocks(self, m0, rows, group, sk, offset, left, right, split, num_splits):
+        """(first query, last query, this split's key blocks [min, max)) of the tile at packed row m0.
+
+        The tile's blocks come from its first and last query (the last rounded up: a
+        conservative bound, the element masks are exact); split i takes the i-th of
+        num_splits equal contiguous shares, possibly empty.
+        """
+        q_first = m0 // group
+        q_last = cutlass.min(m0 + self.tile_m, rows) // group
+        hi = sk
+        if cutlass.const_expr(self.has_right):
+            hi = cutlass.min(sk, q_last + offset + right + 1)
+        tile_max = (cutlass.max(hi, 0) + BLOCK_N - 1) // BLOCK_N
+        tile_min = I32(0)
+        if cutlass.const_expr(self.has_left):
+            tile_min = cutlass.max(q_first + offset - left, 0) // BLOCK_N
+        per_split = (cutlass.max(tile_max - tile_min, 0) + num_splits - 1) // num_splits
+        n_block_min = tile_min + split * per_split
+        return q_first, q_last, n_block_min, cutlass.min(n_block_min + per_split, tile_max)
+
+    @cute.jit
+    def load_q_packed(self, g2s, tQs, tQc, mQ, m0: I32, rows: I32, group: I32, batch: I32, kv_head: I32):
+        """cp.async the tile's packed Q rows, one row pointer each (row r: query r // G, q head kv_head * G + r % G)."""
+        vec = cute.size(tQs.shape[0][0])
+        for m in cutlass.range_constexpr(cute.size(tQs.shape[1])):
+            r = m0 + tQc[0, m, 0][0]
+            if r < rows:
+                query = r // group
+                q_row = cute.tiled_divide(mQ[batch, query, kv_head * group + (r - query * group), None], (vec,))
+                for kk in cutlass.range_constexpr(cute.size(tQs.shape[2])):
+                    cute.copy(g2s, q_row[None, tQc[0, m, kk][1] // vec], tQs[None, m, kk])
+            else:
+                tQs[None, m, None].fill(0)
+
+    @cute.jit
+    def load_first_stages(self, g2s, tKg, tKs, tVg, tVs, tKVc, n_block_max: I32, n_blocks: I32, sk: I32):
+        """K/V of the split's first STAGES - 1 blocks (the last keys first), one commit group per stage."""
+        for s in cutlass.range_constexpr(STAGES - 1):
+            if s < n_blocks:
+                self.load_kv(g2s, tKg, tKs[None, None, None, s], tKVc, n_block_max - 1 - s, sk)
+                self.load_kv(g2s, tVg, tVs[None, None, None, s], tKVc, n_block_max - 1 - s, sk)
+            cute.arch.cp_async_commit_group()  # empty or not: the wait counts stay exact
+
+    # --- the split kernel for <= 16 packed rows: the warps split each key block --------------------
+    @cute.kernel
+    def split_kernel_key_warps(
+        self,
+        mQ: cute.Tensor,
+        mK: cute.Tensor,
+        mV: cute.Tensor,
+        mPartO: cute.Tensor,
+        mPartLSE: cute.Tensor,
+        mCounters: cute.Tensor,
+        mO: cute.Tensor,
+        mLSE: cute.Tensor,
+        mSink: cute.Tensor,
+        scale_log2: F32,
+        left: I32,
+        right: I32,
+        sQ_layout: cute.ComposedLayout,
+        sKV_layout: cute.ComposedLayout,
+        g2s: cute.TiledCopy,
+        mma: cute.TiledMma,
+        Smem: cutlass.Constexpr,
+    ):
+        d = self.d
+        dt = self.dtype
+        tm = KEY_WARPS_ROWS
+        warps = THREADS // 32
+        kw = BLOCK_N // warps  # keys of a block per warp
+        tidx, _, _ = cute.arch.thread_idx()
+        warp_id = cute.arch.make_warp_uniform(tidx // 32)
+        lane = tidx % 32
+        tile, split, _ = cute.arch.block_idx()
+        sk = mK.shape[1]
+        rows = mPartO.shape[2]
+        m0, bh, batch, kv_head, group, offset = self.tile_coords(mQ, mK, mPartO, tile)
+        q_first, q_last, n_block_min, n_block_max = self.key_blocks(m0, rows, group, sk, offset, left, right, split, mPartO.shape[0])
+        n_blocks = cutlass.max(n_block_max - n_block_min, 0)
+
+        gK = cute.local_tile(mK[batch, None, kv_head, None], (BLOCK_N, d), (None, 0))
+        gV = cute.local_tile(mV[batch, None, kv_head, None], (BLOCK_N, d), (None, 0))
+        smem = SmemAllocator()
+        storage = smem.allocate(Smem)
+        sQ = storage.q.get_tensor(sQ_layout)
+        sK = storage.k.get_tensor(sKV_layout)
+        sV = storage.v.get_tensor(sKV_layout)
+        sVt = cute.composition(sV, cute.make_layout((d, BLOCK_N, STAGES), stride=(BLOCK_N, 1, BLOCK_N * d)))
+
+        thr_g2s = g2s.get_slice(tidx)
+        tQs = thr_g2s.partition_D(sQ)
+        tKg = thr_g2s.partition_S(gK)
+        tKs = thr_g2s.partition_D(sK)
+        tVg = thr_g2s.partition_S(gV)
+        tVs = thr_g2s.partition_D(sV)
+        tQc = thr_g2s.partition_S(cute.make_identity_tensor((tm, d)))
+        tKVc = thr_g2s.partition_S(cute.make_identity_tensor((BLOCK_N, d)))
+
+        # one warp's MMA: all 16 rows against its kw keys (S), then P (16 x kw) against those keys' V
+        thr_mma = mma.get_slice(lane)
+        tSrQ = thr_mma.make_fragment_A(thr_mma.partition_A(sQ))
+        tSrK = thr_mma.make_fragment_B(thr_mma.partition_B(cute.local_tile(sK[None, None, 0], (kw, d), (0, 0))))
+        tOrVt = thr_mma.make_fragment_B(thr_mma.partition_B(cute.local_tile(sVt[None, None, 0], (d, kw), (0, 0))))
+        acc_O = cute.make_rmem_tensor(thr_mma.partition_shape_C((tm, d)), F32)
+        acc_O.fill(0.0)
+        s2r_q = cute.make_tiled_copy_A(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=False, num_matrices=4), dt), mma)
+        s2r_k = cute.make_tiled_copy_B(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=False, num_matrices=4), dt), mma)
+        s2r_v = cute.make_tiled_copy_B(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=True, num_matrices=4), dt), mma)
+        thr_s2r_q = s2r_q.get_slice(lane)
+        thr_s2r_k = s2r_k.get_slice(lane)
+        thr_s2r_v = s2r_v.get_slice(lane)
+        tSsQ = thr_s2r_q.partition_S(sQ)
+        tSrQ_v = thr_s2r_q.retile(tSrQ)
+        tSrK_v = thr_s2r_k.retile(tSrK)
+        tOrVt_v = thr_s2r_v.retile(tOrVt)
+
+        tScS = _mn_view(thr_mma.partition_C(cute.make_identity_tensor((tm, kw))))
+        n_rows = acc_O.shape[0][0] * acc_O.shape[1]
+        row_max = cute.make_rmem_tensor((n_rows,), F32)
+        row_sum = cute.make_rmem_tensor((n_rows,), F32)
+        row_max.fill(-F32.inf)
+        row_sum.fill(0.0)
+
+        self.load_q_packed(g2s, tQs, tQc, mQ, m0, rows, group, batch, kv_head)
+        self.load_first_stages(g2s, tKg, tKs, tVg, tVs, tKVc, n_block_max, n_blocks, sk)
+
+        # --- main loop: as split_kernel's, each warp on its kw keys of the block --------------------
+        for it in cutlass.range(n_blocks, unroll=1):
+            n_block = n_block_max - 1 - it
+            stage = it % STAGES
+            cute.arch.cp_async_wait_group(STAGES - 2)
+            cute.arch.barrier()  # block `it` is in; everyone is done with block it - 1's stage
+            ahead = it + STAGES - 1
+            if ahead < n_blocks:
+                nxt = ahead % STAGES
+                self.load_kv(g2s, tKg, tKs[None, None, None, nxt], tKVc, n_block_max - 1 - ahead, sk)
+                self.load_kv(g2s, tVg, tVs[None, None, None, nxt], tKVc, n_block_max - 1 - ahead, sk)
+            cute.arch.cp_async_commit_group()
+
+            acc_S = cute.make_rmem_tensor(thr_mma.partition_shape_C((tm, kw)), F32)
+            acc_S.fill(0.0)
+            tSsK = thr_s2r_k.partition_S(cute.local_tile(sK[None, None, stage], (kw, d), (warp_id, 0)))
+            self.gemm(mma, acc_S, s2r_q, tSsQ, tSrQ_v, tSrQ, s2r_k, tSsK, tSrK_v, tSrK)
+            n0 = n_block * BLOCK_N + warp_id * kw
+            need_mask = n0 + kw > sk
+            if cutlass.const_expr(self.has_right):
+                need_mask = need_mask | (n0 + kw - 1 > q_first + offset + right)
+            if cutlass.const_expr(self.has_left):
+                need_mask = need_mask | (n0 < q_last + offset - left)
+            if need_mask:
+                self.softmax(acc_S, acc_O, row_max, row_sum, scale_log2, tScS, m0, n0, sk, offset, left, right, True, group)
+            else:
+                self.softmax(acc_S, acc_O, row_max, row_sum, scale_log2, tScS, m0, n0, sk, offset, left, right, False, group)
+            rP = cute.make_fragment_like(acc_S, dt)
+            rP.store(acc_S.load().to(dt))
+            tOsVt = thr_s2r_v.partition_S(cute.local_tile(sVt[None, None, stage], (d, kw), (0, warp_id)))
+            self.gemm_pv(mma, acc_O, _as_operand_a(rP), s2r_v, tOsVt, tOrVt_v, tOrVt)
+
+        # --- merge the warps' softmax states through shared memory (K's stages, now free) -------------
+        cute.arch.cp_async_wait_group(0)
+        cute.arch.barrier()
+        sStats = storage.stats.get_tensor(cute.make_layout((tm, warps, 2), stride=(2 * warps, 2, 1)))  # (row, warp, max2 | sum)
+        pad = d + 4  # row stride of the f32 O slabs: the MMA layout's stores avoid bank conflicts
+        sO = cute.make_tensor(cute.recast_ptr(storage.k.data_ptr(), dtype=F32), cute.make_layout((tm, d, warps), stride=(pad, 1, tm * pad)))
+        for r in cutlass.range_constexpr(n_rows):
+            total = quad_allreduce(row_sum[r], add)
+            if lane % 4 == 0:
+                sStats[tScS[r, 0][0], warp_id, 0] = row_max[r] * scale_log2
+                sStats[tScS[r, 0][0], warp_id, 1] = total
+        cute.arch.barrier()
+        acc_O_mn = _mn_view(acc_O)
+        tOcO = _mn_view(thr_mma.partition_C(cute.make_identity_tensor((tm, d))))
+        for r in cutlass.range_constexpr(n_rows):
+            row = tScS[r, 0][0]
+            top = sStats[row, 0, 0]
+            for w in cutlass.range_constexpr(1, warps):
+                top = cute.arch.fmax(top, sStats[row, w, 0])
+            top_safe = cutlass.select_(top == -F32.inf, F32(0.0), top)
+            factor = cute.math.exp2(row_max[r] * scale_log2 - top_safe, fastmath=True)  # 0 for a warp that saw nothing
+            for c in cutlass.range_constexpr(cute.size(acc_O_mn.shape[1])):
+                sO[row, tOcO[0, c][1], warp_id] = acc_O_mn[r, c] * factor
+        cute.arch.barrier()
+        # 8 threads a row, 4 consecutive columns each per pass: the sum over warps, normalized
+        row = tidx // 8
+        top = sStats[row, 0, 0]
+        for w in cutlass.range_constexpr(1, warps):
+            top = cute.arch.fmax(top, sStats[row, w, 0])
+        top_safe = cutlass.select_(top == -F32.inf, F32(0.0), top)
+        total = F32(0.0)
+        for w in cutlass.range_constexpr(warps):
+            total += cute.math.exp2(sStats[row, w, 0] - top_safe, fastmath=True) * sStats[row, w, 1]
+        empty = total == F32(0.0)
+        scale = cutlass.select_(empty, F32(0.0), F32(1.0) / cutlass.select_(empty, F32(1.0), total))
+        if m0 + row < rows:
+            for j in cutlass.range_constexpr(d // 32):
+                for e in cutlass.range_constexpr(4):
+                    col = (tidx % 8) * 4 + j * 32 + e
+                    acc = sO[row, col, 0]
+                    for w in cutlass.range_constexpr(1, warps):
+                        acc += sO[row, col, w]
+                    mPartO[split, bh, m0 + row, col] = acc * scale
+            if tidx % 8 == 0:
+                mPartLSE[split, bh, m0 + row] = cutlass.select_(empty, -F32.inf, top_safe + cute.math.log2(cutlass.select_(empty, F32(1.0), total), fastmath=True))
+
+        # --- the tile's last CTA to finish combines its splits (no second launch) ----------------------
+        # release: every thread's partial stores, then one arrival per CTA on the tile's counter;
+        # the CTA that sees num_splits - 1 arrivals before its own acquires them all and combines,
+        # then puts the counter back to 0 for the next call (ops gives each stream its own counters)
+        num_splits = mPartO.shape[0]
+        cute.arch.fence_acq_rel_gpu()
+        cute.arch.barrier()
+        arrivals = storage.arrivals.get_tensor(cute.make_layout((4,)))
+        if tidx == 0:
+            arrivals[0] = cute.arch.atomic_add((mCounters.iterator + tile).llvm_ptr, I32(1), sem="acq_rel", scope="gpu")
+        cute.arch.barrier()
+        if arrivals[0] == num_splits - 1:
+            cute.arch.fence_acq_rel_gpu()
+            hkv = mK.shape[2]
+            for i in cutlass.range_constexpr(tm // warps):
+                r = m0 + warp_id + i * warps
+                if r < rows:
+                    self.combine_row(mPartO, mPartLSE, mO, mLSE, mSink, bh, r, lane, group, batch, kv_head)
+            if tidx == 0:
+                mCounters[tile] = I32(0)
+
     # --- the combine kernel: one warp per packed row ------------------------------------------
     @cute.kernel
     def combine_kernel(self, mPartO: cute.Tensor, mPartLSE: cute.Tensor, mO: cute.Tensor, mLSE: cute.Tensor, mSink: cute.Tensor):
-        d = self.d
-        per_lane = d // 32
         tidx, _, _ = cute.arch.thread_idx()
         tile, _, _ = cute.arch.block_idx()
         lane = tidx % 32
-        num_splits = mPartO.shape[0]
         rows = mPartO.shape[2]
         row_blocks = (rows + COMBINE_WARPS - 1) // COMBINE_WARPS
         bh = tile // row_blocks
@@ -358,46 +571,58 @@ class _SplitKV(_Fmha):
         kv_head = bh - batch * hkv
         r = row_block * COMBINE_WARPS + tidx // 32
         if r < rows:
-            # the row's largest split LSE, then sum of 2^(LSE_i - max): lanes over splits
-            top = -F32.inf
-            for j in cutlass.range(lane, num_splits, 32, unroll=1):
-                top = cute.arch.fmax(top, mPartLSE[j, bh, r])
-            top = cute.arch.warp_reduction(top, cute.arch.fmax)
-            top_safe = cutlass.select_(top == -F32.inf, F32(0.0), top)  # every split empty
-            total = F32(0.0)
-            for j in cutlass.range(lane, num_splits, 32, unroll=1):
-                total += cute.math.exp2(mPartLSE[j, bh, r] - top_safe, fastmath=True)
-            total = cute.arch.warp_reduction(total, lambda x, y: x + y)
-            query = r // group
-            head = kv_head * group + (r - query * group)
-            empty = total == F32(0.0)
-            lse2 = cutlass.select_(empty, -F32.inf, top_safe + cute.math.log2(cutlass.select_(empty, F32(1.0), total), fastmath=True))
-            if cutlass.const_expr(self.has_sink):
-                # log2(2^lse2 + 2^sink2), finish_row's form: exact for an empty row (lse2 = -inf)
-                s2 = mSink[head] * F32(LOG2E)
-                hi = cute.arch.fmax(top_safe, s2)
-                lse2 = hi + cute.math.log2(
-                    total * cute.math.exp2(top_safe - hi, fastmath=True) + cute.math.exp2(s2 - hi, fastmath=True), fastmath=True
-                )
-            lse2_safe = cutlass.select_(lse2 == -F32.inf, F32(0.0), lse2)  # weights 2^(-inf) = 0
-            acc = cute.make_rmem_tensor((per_lane,), F32)
-            acc.fill(0.0)
-            for j in cutlass.range(num_splits, unroll=COMBINE_UNROLL):
-                w = cute.math.exp2(mPartLSE[j, bh, r] - lse2_safe, fastmath=True)
-                part = cute.make_rmem_tensor((per_lane,), F32)
-                cute.autovec_copy(cute.local_tile(mPartO[j, bh, r, None], (per_lane,), (lane,)), part)
-                acc.store(acc.load() + part.load() * w)
-            out = cute.make_rmem_tensor((per_lane,), self.dtype)
-            out.store(acc.load().to(self.dtype))
-            cute.autovec_copy(out, cute.local_tile(mO[batch, query, head, None], (per_lane,), (lane,)))
-            if lane == 0:
-                mLSE[batch, head, query] = lse2 * F32(LN2)
+            self.combine_row(mPartO, mPartLSE, mO, mLSE, mSink, bh, r, lane, group, batch, kv_head)
+
+    @cute.jit
+    def combine_row(self, mPartO, mPartLSE, mO, mLSE, mSink, bh: I32, r: I32, lane: I32, group: I32, batch: I32, kv_head: I32):
+        """One warp: packed row r of (batch, kv head) from the splits' partials into O and LSE."""
+        per_lane = self.d // 32
+        num_splits = mPartO.shape[0]
+        # the row's largest split LSE, then sum of 2^(LSE_i - max): lanes over splits
+        top = -F32.inf
+        for j in cutlass.range(lane, num_splits, 32, unroll=1):
+            top = cute.arch.fmax(top, mPartLSE[j, bh, r])
+        top = cute.arch.warp_reduction(top, cute.arch.fmax)
+        top_safe = cutlass.select_(top == -F32.inf, F32(0.0), top)  # every split empty
+        total = F32(0.0)
+        for j in cutlass.range(lane, num_splits, 32, unroll=1):
+            total += cute.math.exp2(mPartLSE[j, bh, r] - top_safe, fastmath=True)
+        total = cute.arch.warp_reduction(total, lambda x, y: x + y)
+        query = r // group
+        head = kv_head * group + (r - query * group)
+        empty = total == F32(0.0)
+        lse2 = cutlass.select_(empty, -F32.inf, top_safe + cute.math.log2(cutlass.select_(empty, F32(1.0), total), fastmath=True))
+        if cutlass.const_expr(self.has_sink):
+            # log2(2^lse2 + 2^sink2), finish_row's form: exact for an empty row (lse2 = -inf)
+            s2 = mSink[head] * F32(LOG2E)
+            hi = cute.arch.fmax(top_safe, s2)
+            lse2 = hi + cute.math.log2(
+                total * cute.math.exp2(top_safe - hi, fastmath=True) + cute.math.exp2(s2 - hi, fastmath=True), fastmath=True
+            )
+        lse2_safe = cutlass.select_(lse2 == -F32.inf, F32(0.0), lse2)  # weights 2^(-inf) = 0
+        acc = cute.make_rmem_tensor((per_lane,), F32)
+        acc.fill(0.0)
+        for j in cutlass.range(num_splits, unroll=COMBINE_UNROLL):
+            w = cute.math.exp2(mPartLSE[j, bh, r] - lse2_safe, fastmath=True)
+            part = cute.make_rmem_tensor((per_lane,), F32)
+            cute.autovec_copy(cute.local_tile(mPartO[j, bh, r, None], (per_lane,), (lane,)), part)
+            acc.store(acc.load() + part.load() * w)
+        out = cute.make_rmem_tensor((per_lane,), self.dtype)
+        out.store(acc.load().to(self.dtype))
+        cute.autovec_copy(out, cute.local_tile(mO[batch, query, head, None], (per_lane,), (lane,)))
+        if lane == 0:
+            mLSE[batch, head, query] = lse2 * F32(LN2)
 
 
 # --- compile (no GPU needed) ------------------------------------------------------
 @functools.cache
-def compile_decode(dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, arch: str, options: str = ""):
-    """The compiled split + combine host function for one configuration; works without a GPU for any arch in ARCHS."""
+def compile_decode(
+    dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, arch: str, options: str = "", key_warps: bool = False
+):
+    """The compiled split + combine host function for one configuration; works without a GPU for any arch in ARCHS.
+
+    `key_warps`: the kernel for <= KEY_WARPS_ROWS packed rows (`key_warps()` says when).
+    """
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}, not {dtype!r}")
     if head_dim not in HEAD_DIMS:
@@ -405,7 +630,7 @@ def compile_decode(dtype: str, head_dim: int, has_left: bool, has_right: bool, h
     if arch not in ARCHS:
         raise ValueError(f"the decode path needs one of {ARCHS}, not {arch!r}")
     dt = DTYPES[dtype]
-    kernel = _SplitKV(dt, head_dim, has_left, has_right, has_sink)
+    kernel = _SplitKV(dt, head_dim, has_left, has_right, has_sink, key_warps)
     gmem = cute.AddressSpace.gmem
     args = (
         make_ptr(dt, 16, gmem, assumed_align=16),
@@ -416,6 +641,7 @@ def compile_decode(dtype: str, head_dim: int, has_left: bool, has_right: bool, h
         make_ptr(F32, 16, gmem, assumed_align=4),
         make_ptr(F32, 16, gmem, assumed_align=16),
         make_ptr(F32, 16, gmem, assumed_align=4),
+        make_ptr(I32, 16, gmem, assumed_align=4),
         I32(1), I32(1), I32(1), I32(1), I32(1), I32(1),
         F32(1.0), I32(0), I32(0),
         cuda.CUstream(0),

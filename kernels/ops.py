@@ -306,10 +306,10 @@ def _attention_launch(q, has_sink, left, right, path, exp2_on_fma, exp2_impl, nv
     )  # fmt: skip
 
 
-def _decode_launch(q, has_sink, left, right, exp2_on_fma, exp2_impl):
+def _decode_launch(q, has_sink, left, right, exp2_on_fma, exp2_impl, key_warps):
     """The launcher of the decode path (split + combine, one TVM-FFI call) for one shape class."""
     device = q.get_device()
-    key = ("attention_decode", q.dtype, q.shape[3], device, left >= 0, right >= 0, has_sink)
+    key = ("attention_decode", q.dtype, q.shape[3], device, left >= 0, right >= 0, has_sink, key_warps)
     entry = _LAUNCHERS.get(key)
     if entry is not None:
         return entry[0]
@@ -318,9 +318,28 @@ def _decode_launch(q, has_sink, left, right, exp2_on_fma, exp2_impl):
     return _launcher(
         key,
         lambda: fmha_decode.compile_decode(
-            ATTENTION_DTYPES[q.dtype], q.shape[3], left >= 0, right >= 0, has_sink, arch, options=nvfp4.TVM_FFI_OPTION
+            ATTENTION_DTYPES[q.dtype], q.shape[3], left >= 0, right >= 0, has_sink, arch, options=nvfp4.TVM_FFI_OPTION,
+            key_warps=key_warps,
         ),
-    )
+    )  # fmt: skip
+
+
+# the decode path's per-tile arrival counters (its <= 16-row kernel: the last CTA of a tile
+# combines it), zero between calls: each call leaves them zero. One buffer per (device,
+# stream): launches on one stream run in order, on two streams they get two buffers. While
+# a CUDA graph is captured, each call gets its own buffer zeroed inside the graph (a graph
+# may be replayed on any stream, alongside anything).
+_COUNTERS: dict = {}
+
+
+def _decode_counters(device: int, stream: int, n: int) -> int:
+    if torch._C._cuda_isCurrentStreamCapturing():
+        counters = torch.zeros(n, dtype=torch.int32, device=torch.device("cuda", device))
+        return counters.data_ptr()  # freed after the launch is recorded: the graph's pool keeps its memory in stream order
+    counters = _COUNTERS.get((device, stream))
+    if counters is None or counters.numel() < n:
+        counters = _COUNTERS[(device, stream)] = torch.zeros(max(n, 4096), dtype=torch.int32, device=torch.device("cuda", device))
+    return counters.data_ptr()
 
 
 def _decode_splits(q, b, sq, sk, hq, hkv, left, right, path, exp2_on_fma) -> int:
@@ -343,18 +362,22 @@ def _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma,
     if global_scale is None and path != "mma_sync" and path != "wgmma":  # NVFP4 output: the other paths
         splits = _decode_splits(q, b, sq, sk, hq, hkv, left, right, path, exp2_on_fma)
         if splits:
-            launch = _decode_launch(q, sink is not None, left, right, exp2_on_fma, exp2_impl)
+            key_warps = sq * (hq // hkv) <= fmha_decode.KEY_WARPS_ROWS
+            launch = _decode_launch(q, sink is not None, left, right, exp2_on_fma, exp2_impl, key_warps)
             out = torch.empty_like(q)
             lse = q.new_empty((b, hq, sq), dtype=_F32)
             if q.numel():
+                device = q.get_device()
+                stream = _stream(device)
                 # the splits' O then their LSE, f32, every element the combine reads written by the split kernel
-                partials = q.new_empty((fmha_decode.partial_floats(b, sq, hq, d, splits),), dtype=_F32)
+                partials = q.new_empty((splits * b * hq * sq * (d + 1),), dtype=_F32)
                 part_ptr = partials.data_ptr()
                 lse_ptr = lse.data_ptr()
+                counters = _decode_counters(device, stream, b * hkv) if key_warps else lse_ptr  # (one 16-row tile per (batch, kv head))
                 launch(
                     q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), lse_ptr,
-                    lse_ptr if sink is None else sink.data_ptr(), part_ptr, part_ptr + 4 * splits * b * hq * sq * d,
-                    b, sq, sk, hq, hkv, splits, softmax_scale * fmha.LOG2E, left, right, _stream(q.get_device()),
+                    lse_ptr if sink is None else sink.data_ptr(), part_ptr, part_ptr + 4 * splits * b * hq * sq * d, counters,
+                    b, sq, sk, hq, hkv, splits, softmax_scale * fmha.LOG2E, left, right, stream,
                 )  # fmt: skip
             return out, lse
     launch = _attention_launch(q, sink is not None, left, right, path, exp2_on_fma, exp2_impl, global_scale is not None)

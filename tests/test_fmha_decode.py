@@ -35,7 +35,6 @@ def test_choose_splits_rules():
     assert d.choose_splits(1, 1, 32768, 8, 1, 100, 0, 132, forced=True) == 1
     # plenty of tiles already: one split
     assert d.choose_splits(512, 1, 4096, 32, 4, -1, -1, 132) == 1
-    assert d.partial_floats(2, 3, 8, 64, 5) == 5 * 2 * 8 * 3 * 65
 
 
 # --- compiles, no GPU -------------------------------------------------------------------------------
@@ -58,17 +57,23 @@ def test_compiles_decode(arch, i, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # --keep-ptx writes the PTX to the working directory
     causal, window, sink = FEATURES[i]
     dtype, head_dim = LAYOUTS[(i + (arch == "sm_100a")) % len(LAYOUTS)]
+    # 64-row tiles (what path="decode" compiles here): the split kernel and the combine kernel
     fn = fmha.compile_attention(dtype, head_dim, causal, window, sink, arch, path="decode", options="--keep-ptx")
     report = lowering.last_report()
     assert report is not None and report.arch == arch
     ptx = fn.__ptx__
-    # two kernels: the split kernel (cp.async K/V, mma.sync) and the combine (16-byte partial O loads at D = 128)
     assert ptx.count(".entry") == 2
     assert "cp.async.cg.shared.global" in ptx and "mma.sync.aligned.m16n8k16" in ptx
     assert "ld.local" not in ptx and "st.local" not in ptx
-    if head_dim == 128:
-        assert "ld.global.v4.b32" in ptx or "ld.global.v2.b64" in ptx  # (sm_100a spells 16 bytes the second way)
+    if head_dim == 128:  # the combine's partial O loads: 16 bytes a lane
+        assert "ld.global.v4.b32" in ptx or "ld.global.v2.b64" in ptx  # (sm_100a spells them the second way)
     assert ".minnctapersm 2" in ptx
+    # <= 16 packed rows: one kernel, whose last CTA per tile combines (an acq_rel arrival count)
+    fn = _decode().compile_decode(dtype, head_dim, window[0] >= 0, causal or window[1] >= 0, sink, arch, "--keep-ptx", key_warps=True)
+    ptx = fn.__ptx__
+    assert ptx.count(".entry") == 1 and "key_warps" in ptx
+    assert "atom.global.acq_rel.add" in ptx and "fence.acq_rel.gpu" in ptx
+    assert "ld.local" not in ptx and "st.local" not in ptx
 
 
 def test_decode_path_choice():
