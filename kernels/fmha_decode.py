@@ -59,14 +59,18 @@ BLOCK_N = 64  # keys per streamed K/V tile
 STAGES = 3  # K/V tile pairs in shared memory: two blocks in flight while one is computed
 THREADS = 128
 COMBINE_WARPS = 4  # combine: one warp per packed row, 4 rows per CTA
-COMBINE_UNROLL = 4  # splits whose partial O loads are in flight at once per warp
+COMBINE_UNROLL = 8  # splits whose partial O loads are in flight at once per warp
 MAX_SPLITS = 128
-# choose_splits: the decode path is taken for at most this many packed rows (G * Sq)
-# per (batch, kv head) and at least this many keys; splits fill CTAS_PER_SM per SM,
-# each split keeping at least MIN_BLOCKS_PER_SPLIT key blocks
-MAX_PACKED_ROWS = 128
+# choose_splits (H200, bench/fmha_decode_sweep.py, bench/RESULTS.md): the decode path is
+# taken for at most MAX_PACKED_ROWS packed rows (G * Sq) per (batch, kv head) and at least
+# MIN_KEYS keys (at 256 rows: 2x faster than wgmma; at 512: 0.7x); the splits fill one
+# wave of CTAS_PER_SM CTAs per SM (16-row tiles: one, its fused combine is the tail; 64-row
+# tiles: two, 112 KB of shared memory each at D = 128; past one wave a second costs more
+# than it gives), each split keeping at least MIN_BLOCKS_PER_SPLIT key blocks
+MAX_PACKED_ROWS = 256
 MIN_KEYS = 1024
-CTAS_PER_SM = 2  # what fits at D = 128: 112 KB of shared memory each, <= 255 registers
+CTAS_PER_SM = 2
+CTAS_PER_SM_KEY_WARPS = 1
 MIN_BLOCKS_PER_SPLIT = 4
 ARCHS = ("sm_80", "sm_90a", "sm_100a")
 
@@ -85,10 +89,18 @@ def choose_splits(b: int, sq: int, sk: int, hq: int, hkv: int, left: int, right:
     keys = sk if left < 0 else min(sk, left + sq + (right if right > 0 else 0))
     if not forced and (rows > MAX_PACKED_ROWS or keys < MIN_KEYS):
         return 0
-    tiles = -(-rows // BLOCK_M) * b * hkv
-    blocks = -(-keys // BLOCK_N)
-    want = -(-(sms * CTAS_PER_SM) // tiles)
-    return max(1, min(want, blocks // MIN_BLOCKS_PER_SPLIT, MAX_SPLITS))
+    if rows <= KEY_WARPS_ROWS:
+        tiles, slots = b * hkv, sms * CTAS_PER_SM_KEY_WARPS
+    else:
+        tiles, slots = -(-rows // BLOCK_M) * b * hkv, sms * CTAS_PER_SM
+    return max(1, min(slots // tiles, -(-keys // BLOCK_N) // MIN_BLOCKS_PER_SPLIT, MAX_SPLITS))
+
+
+def _merge_lse(top, total, other_top, other_total):
+    """(max, sum of 2^(x - max)) of two such pairs (log2 units); -inf maxima weigh 0, never NaN."""
+    new_top = cute.arch.fmax(top, other_top)
+    safe = cutlass.select_(new_top == -F32.inf, F32(0.0), new_top)
+    return new_top, total * cute.math.exp2(top - safe, fastmath=True) + other_total * cute.math.exp2(other_top - safe, fastmath=True)
 
 
 class _SplitKV(_Fmha):
@@ -578,16 +590,17 @@ class _SplitKV(_Fmha):
         """One warp: packed row r of (batch, kv head) from the splits' partials into O and LSE."""
         per_lane = self.d // 32
         num_splits = mPartO.shape[0]
-        # the row's largest split LSE, then sum of 2^(LSE_i - max): lanes over splits
+        # the row's largest split LSE and sum of 2^(LSE_i - largest) in one pass, lanes over
+        # splits (a running max and a rescaled sum), then merged across the warp
         top = -F32.inf
-        for j in cutlass.range(lane, num_splits, 32, unroll=1):
-            top = cute.arch.fmax(top, mPartLSE[j, bh, r])
-        top = cute.arch.warp_reduction(top, cute.arch.fmax)
-        top_safe = cutlass.select_(top == -F32.inf, F32(0.0), top)  # every split empty
         total = F32(0.0)
         for j in cutlass.range(lane, num_splits, 32, unroll=1):
-            total += cute.math.exp2(mPartLSE[j, bh, r] - top_safe, fastmath=True)
-        total = cute.arch.warp_reduction(total, lambda x, y: x + y)
+            top, total = _merge_lse(top, total, mPartLSE[j, bh, r], F32(1.0))
+        for offset in (16, 8, 4, 2, 1):
+            other_top = cute.arch.shuffle_sync_bfly(top, offset=offset, mask=-1, mask_and_clamp=31)
+            other_total = cute.arch.shuffle_sync_bfly(total, offset=offset, mask=-1, mask_and_clamp=31)
+            top, total = _merge_lse(top, total, other_top, other_total)
+        top_safe = cutlass.select_(top == -F32.inf, F32(0.0), top)  # every split empty
         query = r // group
         head = kv_head * group + (r - query * group)
         empty = total == F32(0.0)

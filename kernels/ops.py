@@ -84,6 +84,7 @@ def _bound_ffi_call(fn):
 def clear_launch_cache():
     """Forget every launcher: after changing a kernel module's tuning knobs by hand."""
     _LAUNCHERS.clear()
+    _DECODE_PLANS.clear()
 
 
 _DEVICE_ARCH: dict = {}
@@ -342,6 +343,25 @@ def _decode_counters(device: int, stream: int, n: int) -> int:
     return counters.data_ptr()
 
 
+# per call shape (and options): (launcher, splits, key_warps), or False where the decode path
+# is not taken; a plain dict lookup on the launch path. Cleared when it grows past
+# _DECODE_PLANS_MAX (a decode loop makes one entry per key length).
+_DECODE_PLANS: dict = {}
+_DECODE_PLANS_MAX = 4096
+
+
+def _decode_plan(plan_key, q, b, sq, sk, hq, hkv, has_sink, left, right, path, exp2_on_fma, exp2_impl):
+    splits = _decode_splits(q, b, sq, sk, hq, hkv, left, right, path, exp2_on_fma)
+    plan = False
+    if splits:
+        key_warps = sq * (hq // hkv) <= fmha_decode.KEY_WARPS_ROWS
+        plan = (_decode_launch(q, has_sink, left, right, exp2_on_fma, exp2_impl, key_warps), splits, key_warps)
+    if len(_DECODE_PLANS) >= _DECODE_PLANS_MAX:
+        _DECODE_PLANS.clear()
+    _DECODE_PLANS[plan_key] = plan
+    return plan
+
+
 def _decode_splits(q, b, sq, sk, hq, hkv, left, right, path, exp2_on_fma) -> int:
     """The decode path's split count for this call, 0 where it is not taken (path "auto": by shape)."""
     if path == "decode":
@@ -360,14 +380,16 @@ def _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma,
     b, sq, hq, d = q.shape
     _, sk, hkv, _ = k.shape
     if global_scale is None and path != "mma_sync" and path != "wgmma":  # NVFP4 output: the other paths
-        splits = _decode_splits(q, b, sq, sk, hq, hkv, left, right, path, exp2_on_fma)
-        if splits:
-            key_warps = sq * (hq // hkv) <= fmha_decode.KEY_WARPS_ROWS
-            launch = _decode_launch(q, sink is not None, left, right, exp2_on_fma, exp2_impl, key_warps)
+        device = q.get_device()
+        plan_key = (q.dtype, d, device, b, sq, sk, hq, hkv, left, right, sink is None, path, exp2_on_fma, exp2_impl)
+        plan = _DECODE_PLANS.get(plan_key)
+        if plan is None:
+            plan = _decode_plan(plan_key, q, b, sq, sk, hq, hkv, sink is not None, left, right, path, exp2_on_fma, exp2_impl)
+        if plan:
+            launch, splits, key_warps = plan
             out = torch.empty_like(q)
             lse = q.new_empty((b, hq, sq), dtype=_F32)
             if q.numel():
-                device = q.get_device()
                 stream = _stream(device)
                 # the splits' O then their LSE, f32, every element the combine reads written by the split kernel
                 partials = q.new_empty((splits * b * hq * sq * (d + 1),), dtype=_F32)

@@ -20,11 +20,13 @@ def _decode():
 # --- the split choice (plain integers) ------------------------------------------------------------
 def test_choose_splits_rules():
     d = _decode()
-    # short queries over long keys: taken, and the splits bring the CTAs to about CTAS_PER_SM per SM
+    # short queries over long keys: taken, and the splits fill one wave of CTAs without passing it
     n = d.choose_splits(8, 1, 4096, 32, 4, -1, -1, 132)
-    tiles = 8 * 4  # 8 packed rows: one m-tile per (batch, kv head)
-    assert 1 < n <= d.MAX_SPLITS and tiles * n >= 132 * d.CTAS_PER_SM
+    tiles = 8 * 4  # 8 packed rows: one 16-row tile per (batch, kv head)
+    assert 1 < n <= d.MAX_SPLITS and tiles * n <= 132 * d.CTAS_PER_SM_KEY_WARPS < tiles * (n + 1)
     assert 4096 // d.BLOCK_N // n >= d.MIN_BLOCKS_PER_SPLIT  # no split shorter than the minimum
+    n = d.choose_splits(2, 16, 32768, 32, 4, -1, -1, 132)  # 128 packed rows: two 64-row tiles per (batch, kv head)
+    assert 2 * 2 * 4 * n <= 132 * d.CTAS_PER_SM < 2 * 2 * 4 * (n + 1)
     # few keys, or too many packed rows: not taken unless forced, and forced gives >= 1
     assert d.choose_splits(8, 1, 512, 32, 4, -1, -1, 132) == 0
     assert d.choose_splits(2, 64, 32768, 32, 4, -1, -1, 132) == 0  # 512 packed rows
