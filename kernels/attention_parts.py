@@ -1,8 +1,9 @@
 """What both FMHA paths (`fmha.py`'s mma.sync kernel, `fmha_sm90.py`'s wgmma kernel) share.
 
-Plain Python called while a kernel is traced: the quad reductions of an MMA row, the
-last step of the online softmax (normalizer and LSE, with or without a sink), and the
-NVFP4 output of the epilogue. Importing it needs neither torch nor a GPU.
+Called while a kernel is traced (plain Python, and `store_nvfp4`, a @cute.jit function):
+the quad reductions of an MMA row, the last step of the online softmax (normalizer and
+LSE, with or without a sink), and the NVFP4 output of the epilogue. Importing it needs
+neither torch nor a GPU.
 """
 
 from __future__ import annotations
@@ -56,21 +57,90 @@ def finish_row(partial_sum, row_max, scale_log2, sink_logit):
 
 
 def nvfp4_outputs(codes_ptr, scales_ptr, global_scale_ptr, b, sq, hq, d: int):
-    """The NVFP4 output as tensors: codes [B, S, H, D/8] u32, scales [B, S, H, D/16] u8, the global scale."""
+    """The NVFP4 output as tensors: codes [B, S, H, D/8] u32, scales [B, S, H, D/16] u8, the global scale.
+
+    Every stride but the last is a multiple of the last mode's extent (told to the compiler:
+    `store_nvfp4` writes a row's codes 16 bytes and its scales 2 bytes at a time).
+    """
+    row_codes, row_scales = d // 8, d // 16
     codes = cute.make_tensor(
-        codes_ptr, cute.make_layout((b, sq, hq, d // 8), stride=(sq * hq * (d // 8), hq * (d // 8), d // 8, 1))
+        codes_ptr,
+        cute.make_layout(
+            (b, sq, hq, row_codes),
+            stride=(cute.assume(sq * hq * row_codes, divby=row_codes), cute.assume(hq * row_codes, divby=row_codes), row_codes, 1),
+        ),
     )
     scales = cute.make_tensor(
-        scales_ptr, cute.make_layout((b, sq, hq, d // 16), stride=(sq * hq * (d // 16), hq * (d // 16), d // 16, 1))
+        scales_ptr,
+        cute.make_layout(
+            (b, sq, hq, row_scales),
+            stride=(cute.assume(sq * hq * row_scales, divby=row_scales), cute.assume(hq * row_scales, divby=row_scales), row_scales, 1),
+        ),
     )
     return codes, scales, cute.make_tensor(global_scale_ptr, cute.make_layout((1,)))
 
 
-def store_nvfp4(tile, outputs, batch, head, tile_index, rows_valid, tidx, threads: int):
-    """O's rows `tile_index * rows ...` from the shared-memory `tile` as NVFP4 (rows_valid >= 1)."""
+PAIR = 2 * nvfp4.BLOCK  # columns a thread takes at a time: two NVFP4 blocks, 16 bytes of codes
+
+
+@cute.jit
+def store_nvfp4(tile, outputs, batch, head, tile_index, rows_valid, tidx, threads: cutlass.Constexpr):
+    """O's rows `tile_index * rows ...` from the shared-memory `tile` as NVFP4 (rows_valid >= 1).
+
+    `threads` threads (this one is `tidx`) share the [rows, D] tile: `threads // rows` per
+    row, each taking pairs of 16-element blocks in turn along the row (thread h of a row:
+    columns 32h.., then 32(h + threads/rows)..). Per pair: four 16-byte shared-memory loads,
+    one 16-byte store of codes, one 2-byte store of scales. In the 128-byte-swizzled tiles of
+    both paths the 8 threads of a load phase (wgmma: 4 rows x 2 halves, mma_sync: 8 rows)
+    hit 8 different 16-byte bank groups (ncu, wgmma: the ideal number of shared wavefronts,
+    against 3x the ideal for the element-wise reads before); where two threads share a row they
+    write one whole 32-byte sector of codes per store. Every load is issued before the
+    first block is quantized. The values are the tile's (already rounded to its
+    dtype) and each block goes through `nvfp4`'s own block quantization, so the bytes are
+    those of `nvfp4.quantize()` of the tensor the tile would have been stored to. Rows >=
+    `rows_valid` are computed but not written.
+    """
     codes, scales, global_scale = outputs
     rows, d = cute.size(tile, mode=[0]), cute.size(tile, mode=[1])
+    per_row = threads // rows
+    if cutlass.const_expr(threads % rows or d % (PAIR * per_row)):
+        raise ValueError(f"NVFP4 epilogue: a {rows}x{d} tile does not split into {PAIR}-column pairs over {threads} threads")
     gs = global_scale[0]
+    inv_gs = F32(1.0) / gs
     codes_tile = cute.local_tile(codes[batch, None, head, None], (rows, d // 8), (tile_index, 0))
     scales_tile = cute.local_tile(scales[batch, None, head, None], (rows, d // 16), (tile_index, 0))
-    nvfp4.quantize_tile_rows(tile, codes_tile, scales_tile, rows_valid, gs, F32(1.0) / gs, tidx, threads)
+    scale_bytes = scales_tile if scales_tile.element_type == nvfp4.FP8 else cute.recast_tensor(scales_tile, nvfp4.FP8)
+
+    # shared -> registers: the thread's pairs, 16 bytes per load
+    load = cute.make_tiled_copy_tv(
+        cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), tile.element_type, num_bits_per_copy=128),
+        cute.make_layout((rows, per_row), stride=(per_row, 1)),
+        cute.make_layout((1, PAIR)),
+    )
+    thr_load = load.get_slice(tidx)
+    src = thr_load.partition_S(tile)  # (values of one pair, 1, pairs)
+    where = thr_load.partition_S(cute.make_identity_tensor((rows, d)))
+    values = cute.make_fragment_like(src)
+    cute.copy(load, src, values)
+
+    pairs = cute.size(src, mode=[2])
+    row = where[0, 0, 0][0]
+    block = cute.make_rmem_tensor((nvfp4.BLOCK,), tile.element_type)
+    packed = cute.make_rmem_tensor((4,), cutlass.Uint32)
+    sf = cute.make_rmem_tensor((2,), nvfp4.FP8)
+    for p in cutlass.range_constexpr(pairs):
+        pair = where[0, 0, p][1] // PAIR  # which pair of the row
+        for half in cutlass.range_constexpr(2):
+            # by logical index: the fragment's registers need not be in column order (the
+            # mma_sync tile at D=128 gives ((8,(2,2)),1,(2,2)):((1,(16,32)),0,(64,8)))
+            for j in cutlass.range_constexpr(nvfp4.BLOCK):
+                block[j] = values[half * nvfp4.BLOCK + j, 0, p]
+            block_codes, block_sf = nvfp4._quantize_block(block.load(), gs, inv_gs, nvfp4.e2m1_plain)
+            packed[2 * half] = block_codes[0]
+            packed[2 * half + 1] = block_codes[1]
+            sf[half] = block_sf
+        if row < rows_valid:
+            pair_codes = cute.local_tile(codes_tile, (1, PAIR // 8), (row, pair))  # local_tile takes tile indices
+            pair_sf = cute.local_tile(scale_bytes, (1, 2), (row, pair))
+            cute.copy(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Uint32, num_bits_per_copy=128), packed, pair_codes[0, None])
+            cute.copy(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), nvfp4.FP8, num_bits_per_copy=16), sf, pair_sf[0, None])
