@@ -30,7 +30,7 @@ tile, so blocks fully outside them are never loaded nor computed, and only block
 cross a limit (or the key tail) pay for the element mask. The epilogue normalizes O,
 writes it through shared memory with 16-byte stores, and writes the LSE; with
 `out_format="nvfp4"` it quantizes the shared-memory O tile instead
-(`nvfp4.quantize_tile_rows`: E2M1 codes and E4M3 scales per 16 values along D; the
+(`attention_parts.store_nvfp4`: E2M1 codes and E4M3 scales per 16 values along D; the
 wgmma path does the same per warpgroup).
 
 This path compiles for sm_80 and later (sm_90a, sm_100a) and is built inside
