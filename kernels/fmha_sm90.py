@@ -92,11 +92,13 @@ TURN_BARRIER = 5  # named barriers 5, 6 (, 7): PINGPONG's turns, one per consume
 # serializing the wgmmas in the loop (C7512, 0.72x at D=128 before it). Measured on the H200
 # against one CTA per tile (bench/h200/fmha_prefill/run1-3, TFLOP/s): D=128 without a mask
 # 636-691 against 610-659 (4x16x4096, 2x16x8192), 518-564 against 466-502 (8x32x1024); with
-# a diagonal, in the snake ORDER: window 1024 466-486 against 432-442, 16x8x2048x64 causal
-# 315-321 against 300-304; 4x16x4096 causal D=128 and D=64 within -2% .. +1%, 2x16x8192
-# causal and sink -3% and -6% (run2: one run each). True: always; False: one CTA per tile;
-# or a dict {(head_dim, crosses a diagonal): bool} like TILES.
-PERSISTENT = {(64, False): True, (64, True): True, (128, False): True, (128, True): True}
+# a diagonal, in the snake ORDER: D=64 16x8x2048 causal 315-321 against 300-304, 4x16x4096
+# causal 351-354 against 358-360; D=128 loses: run4 (one run, against one CTA per tile)
+# 4x16x4096 causal 517 / 529, 2x16x8192 causal 548 / 566, 1x32x16384 causal 604 / 618, sink
+# 545 / 591, window 448 / 440 (run2: 486 / 442), so D=128 with a diagonal keeps one CTA per
+# tile. True: always; False: one CTA per tile; or a dict {(head_dim, crosses a diagonal):
+# bool} like TILES.
+PERSISTENT = {(64, False): True, (64, True): True, (128, False): True, (128, True): False}
 # the order in which persistent CTAs take tiles: "stride" (CTA c: c, c + ctas, ...) or "snake"
 # (every other round backwards: balances causal tiles; _FmhaSm90.scheduled)
 ORDER = "snake"

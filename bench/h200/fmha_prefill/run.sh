@@ -15,7 +15,7 @@ if [ -n "$3" ]; then
   # the wgmma path's GPU tests and the torch ops' GPU tests, in 8 processes
   python3 -m pytest -q --collect-only -p no:cacheprovider tests/test_fmha.py tests/test_ops.py -m gpu -k "wgmma or test_ops" 2>/dev/null | grep '::' > /tmp/ids
   split -n l/8 /tmp/ids /tmp/ids.
-  for f in /tmp/ids.*; do timeout ${TEST_TIMEOUT:-200} python3 -m pytest -q -p no:cacheprovider $(cat $f) > $f.log 2>&1 & done; wait
-  for f in /tmp/ids.*; do echo "== $f"; tail -2 $f.log; done > $OUT/pytest.log
+  for f in /tmp/ids.??; do xargs -d "\n" timeout ${TEST_TIMEOUT:-200} python3 -m pytest -q -p no:cacheprovider < $f > $f.log 2>&1 & done; wait  # (ids hold spaces)
+  for f in /tmp/ids.??; do echo "== $f"; tail -2 $f.log; done > $OUT/pytest.log
   grep -h -E "passed|failed|error" $OUT/pytest.log; echo "pytest: $(( $(date +%s) - t0 ))s"
 fi
