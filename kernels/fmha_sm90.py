@@ -61,8 +61,8 @@ from kernels.cutedsl_compat import LayoutEnum, SmemAllocator
 # path take 192 x 128 for D=64 (three consumers) and FA3 128 x 176 for D=128 without a mask.
 # 192 x 128 at D=64 fits 160 registers a consumer when persistent (ptxas: 8 bytes of spills
 # outside the key loop; 84 with a causal mask; one CTA per tile 240 / 644 bytes) and, with
-# PINGPONG, measured 426-446 against 411-421 TFLOP/s for 128 x 128 at 4x16x4096x64
-# (bench/h200/fmha_prefill/run1-3); with a causal mask it does not pay (354 against 358 at
+# PINGPONG, measured 419-446 against 411-421 TFLOP/s for 128 x 128 at 4x16x4096x64
+# (bench/h200/fmha_prefill/run1-4); with a causal mask it does not pay (354 against 358 at
 # 4x16x4096, 297 against 320 at 16x8x2048, both persistent, snake order: run2). D=128: 128 x
 # 160 (no spills) and 128 x 176 (40 bytes) lost to 128 x 128 (run2 of this and of fmha_peers).
 TILES = {
@@ -81,8 +81,9 @@ INTRA_WG_OVERLAP = True
 # FA3's scheduler barrier between the consumers: named barriers let one warpgroup issue its
 # wgmmas while the others run their softmax, in a fixed rotation (two or three consumers);
 # a bool, or a dict {(head_dim, crosses a diagonal): bool} like TILES. With three consumers
-# (D=64, 192 x 128) it measured 426-446 against 433-440 without (run1-3: within the noise,
-# kept as FA3 does); with two (128 x 128) within +-2% in an earlier run (RESULTS.md).
+# (D=64, 192 x 128) it measured 446 against 433 without (run1; 419-441 with it in run2-3:
+# within the noise, kept as FA3 does); with two (128 x 128) within +-2% in an earlier run
+# (RESULTS.md).
 PINGPONG = {(64, False): True, (64, True): False, (128, False): False, (128, True): False}
 EPILOGUE_BARRIER = 1  # named barriers 1.. : one per consumer warpgroup (its O rows in shared memory)
 TURN_BARRIER = 5  # named barriers 5, 6 (, 7): PINGPONG's turns, one per consumer
@@ -90,8 +91,8 @@ TURN_BARRIER = 5  # named barriers 5, 6 (, 7): PINGPONG's turns, one per consume
 # loads the next tile's K/V (and Q, which has a buffer apart from O's) while the consumers
 # finish the current tile. The S fill before a tile's first S wgmma keeps ptxas from
 # serializing the wgmmas in the loop (C7512, 0.72x at D=128 before it). Measured on the H200
-# against one CTA per tile (bench/h200/fmha_prefill/run1-3, TFLOP/s): D=128 without a mask
-# 636-691 against 610-659 (4x16x4096, 2x16x8192), 518-564 against 466-502 (8x32x1024); with
+# against one CTA per tile (bench/h200/fmha_prefill/run1-4, TFLOP/s): D=128 without a mask
+# 632-692 against 558-659 (4x16x4096, 2x16x8192), 518-573 against 466-502 (8x32x1024); with
 # a diagonal, in the snake ORDER: D=64 16x8x2048 causal 315-321 against 300-304, 4x16x4096
 # causal 351-354 against 358-360; D=128 loses: run4 (one run, against one CTA per tile)
 # 4x16x4096 causal 517 / 529, 2x16x8192 causal 548 / 566, 1x32x16384 causal 604 / 618, sink
