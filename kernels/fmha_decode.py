@@ -1,7 +1,7 @@
 """FMHA forward for short queries over long keys (decode): GQA packing, split-KV, a combine.
 
-    fn = fmha_decode.compile_decode("bfloat16", 128, has_left=False, has_right=True, has_sink=False, arch="sm_90a")
-    fn(q, k, v, out, lse, sink, o_partial, lse_partial, b, sq, sk, hq, hkv, num_splits, scale_log2, left, right, stream)
+    fn = fmha_decode.compile_decode("bfloat16", 128, False, True, False, "sm_90a", key_warps=True)
+    fn(q, k, v, out, lse, sink, o_partial, lse_partial, counters, b, sq, sk, hq, hkv, num_splits, scale_log2, left, right, stream)
 
 Same API and semantics as `kernels.fmha` (bottom-right aligned causal/window, sink, GQA,
 LSE; a row with no visible key gives 0 and LSE -inf, or the sink). The public
@@ -21,17 +21,23 @@ counts is streaming K/V once with enough bytes in flight on every SM.
     Grid x = (batch * Hkv + kv head) * m-tiles + m-tile, y = split.
     A CTA writes its rows' O normalized by its own sum, in f32, and its LSE (log2 units):
     [splits, B * Hkv, G * Sq, D] and [splits, B * Hkv, G * Sq], one caller-given buffer.
-  - Combine (second kernel of the same host function, so one launch call): one warp per
-    packed row: LSE = log2 sum_i 2^LSE_i (+ the sink's 2^(sink*log2 e)), O = sum_i
-    2^(LSE_i - LSE) O_i, written to O [B, Sq, Hq, D] and LSE [B, Hq, Sq] (natural log).
-    An empty split has LSE_i = -inf and O_i = 0 (written, never garbage), so it weighs 0.
+  - Combine (`combine_row`, one warp per packed row): LSE = log2 sum_i 2^LSE_i (+ the
+    sink's 2^(sink*log2 e)), O = sum_i 2^(LSE_i - LSE) O_i, written to O [B, Sq, Hq, D] and
+    LSE [B, Hq, Sq] (natural log). An empty split has LSE_i = -inf and O_i = 0 (written,
+    never garbage), so it weighs 0. Where it runs depends on the tile (below).
 
-The split kernel is `fmha._Fmha`'s mma.sync loop (cp.async K/V tiles of 64 keys, ldmatrix,
-m16n8k16, online softmax; sm_80+) on 64-row tiles: 4 warps of 16 rows, and a warp whose
-16 rows are all past the G * Sq packed rows skips the math (with Sq = 1, G = 8 only warp 0
-computes; all four stream K/V). K/V tiles go through a ring of STAGES = 3 (K, V) pairs, so
-two blocks (64 KB at D = 128) are in flight while one is computed, and two CTAs share an SM
-(112 KB of shared memory, 198 registers a thread at D = 128, no spills).
+Two split kernels, both `fmha._Fmha`'s mma.sync pieces (cp.async K/V tiles of 64 keys,
+ldmatrix, m16n8k16, online softmax; sm_80+), K/V through a ring of STAGES = 3 (K, V) pairs
+(two blocks, 64 KB at D = 128, in flight while one is computed; 112 KB of shared memory):
+  - `split_kernel`, 17..256 packed rows: 64-row tiles, 4 warps of 16 rows (a warp whose rows
+    are all past G * Sq skips the math); two CTAs an SM (198 registers at D = 128, no spills);
+    the combine is a second kernel launched by the same host function (one TVM-FFI call).
+  - `split_kernel_key_warps`, <= 16 packed rows (`key_warps=True`; Sq = 1 with G <= 16): one
+    16-row tile, warp w takes keys 16w..16w+15 of every block, the warps' softmax states are
+    merged through shared memory; then each CTA counts its arrival on the tile's counter
+    (acq_rel, after a release fence) and the last one combines the tile and resets the
+    counter: one launch. The counters (int32, one per tile) must be zero on entry; each call
+    leaves them zero (`kernels/ops.py` keeps one buffer per stream).
 
 No NVFP4 output here: `fmha.attention(out_format="nvfp4")` keeps the other paths.
 """
