@@ -45,7 +45,6 @@ No NVFP4 output here: `fmha.attention(out_format="nvfp4")` keeps the other paths
 from __future__ import annotations
 
 import functools
-import math
 
 import cuda.bindings.driver as cuda
 import cutlass
@@ -565,7 +564,6 @@ class _SplitKV(_Fmha):
         cute.arch.barrier()
         if arrivals[0] == num_splits - 1:
             cute.arch.fence_acq_rel_gpu()
-            hkv = mK.shape[2]
             for i in cutlass.range_constexpr(tm // warps):
                 r = m0 + warp_id + i * warps
                 if r < rows:
