@@ -329,12 +329,14 @@ def _decode_launch(q, has_sink, left, right, exp2_on_fma, exp2_impl, key_warps):
 # combines it), zero between calls: each call leaves them zero. One buffer per (device,
 # stream): launches on one stream run in order, on two streams they get two buffers. While
 # a CUDA graph is captured, each call gets its own buffer zeroed inside the graph (a graph
-# may be replayed on any stream, alongside anything).
+# may be replayed on any stream, alongside anything). torch says whether the CURRENT
+# device's stream is capturing; for a tensor on another device that answer is not about
+# the launch stream, so those calls take fresh zeroed counters too (correct either way).
 _COUNTERS: dict = {}
 
 
 def _decode_counters(device: int, stream: int, n: int) -> int:
-    if torch._C._cuda_isCurrentStreamCapturing():
+    if device != torch._C._cuda_getDevice() or torch._C._cuda_isCurrentStreamCapturing():
         counters = torch.zeros(n, dtype=torch.int32, device=torch.device("cuda", device))
         return counters.data_ptr()  # freed after the launch is recorded: the graph's pool keeps its memory in stream order
     counters = _COUNTERS.get((device, stream))
