@@ -163,6 +163,15 @@ def ours(arch: str) -> list:
             label = "_".join(f"{k}{'' if v is True else v}" for k, v in f.items() if k not in ("dtype",)).replace(" ", "")
             name = f"fmha_{path}_{f['dtype']}_{label}".replace("(", "").replace(")", "").replace(",", "x")
             builders.append((name, lambda p=path, f=f: compile_attention(arch=arch, path=p, **f)))
+    # the decode path (kernels/fmha_decode.py): the <= 16-row kernel with its last-CTA combine
+    # (key_warps) and the 64-row kernel + combine kernel; (has_left, has_right, has_sink)
+    from kernels import fmha_decode
+
+    compile_decode = getattr(fmha_decode.compile_decode, "__wrapped__", fmha_decode.compile_decode)
+    for key_warps in (True, False):
+        for head_dim, masks in ((128, (False, False, False)), (128, (False, True, True)), (64, (True, True, False))):
+            name = f"fmha_decode_{'16rows' if key_warps else '64rows'}_d{head_dim}_" + "".join("lrs"[i] if m else "-" for i, m in enumerate(masks))
+            builders.append((name, lambda d=head_dim, m=masks, kw=key_warps: compile_decode("bfloat16", d, *m, arch, key_warps=kw)))
     return builders
 
 
