@@ -92,6 +92,30 @@ I32 = cutlass.Int32
 
 
 # --- register-view helpers (trace-time layout algebra) --------------------------------
+def ldmatrix_copies(mma: cute.TiledMma, dtype, thread):
+    """The ldmatrix copies that feed `mma`'s operands from shared memory, and `thread`'s slices.
+
+    ((Q copy, K copy, V^T copy), (their slices for `thread`)): Q as the A operand and K as
+    the B operand as stored, V through the transposing ldmatrix as the B operand of P V.
+    """
+
+    def atom(transpose: bool):
+        return cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=transpose, num_matrices=4), dtype)
+
+    copies = (cute.make_tiled_copy_A(atom(False), mma), cute.make_tiled_copy_B(atom(False), mma), cute.make_tiled_copy_B(atom(True), mma))
+    return copies, tuple(c.get_slice(thread) for c in copies)
+
+
+def softmax_state(acc_O: cute.Tensor):
+    """(rows, running row max = -inf, running row sum = 0) for the accumulator rows this thread holds."""
+    n_rows = acc_O.shape[0][0] * acc_O.shape[1]
+    row_max = cute.make_rmem_tensor((n_rows,), F32)
+    row_sum = cute.make_rmem_tensor((n_rows,), F32)
+    row_max.fill(-F32.inf)
+    row_sum.fill(0.0)
+    return n_rows, row_max, row_sum
+
+
 def _mn_view(acc: cute.Tensor) -> cute.Tensor:
     """An mma.sync accumulator ((2 cols, 2 rows), MMA_M, MMA_N) seen as (rows, cols)."""
     lay = cute.make_layout(acc.layout.shape)  # the same shape, compact column-major
@@ -165,6 +189,23 @@ def exp2_fma_magic(x):
 def _fma_columns(n_cols: int, n_fma: int) -> tuple[bool, ...]:
     """Which of a thread's n_cols score columns use the polynomial: n_fma of them, spread evenly."""
     return tuple((c + 1) * n_fma // n_cols > c * n_fma // n_cols for c in range(n_cols))
+
+
+def exp2_row(S: cute.Tensor, r: int, x, fma_cols: int, fma_impl: str = "magic"):
+    """2^x for row r of a thread's score tile S (x: that row's exponents, <= 0), as a TensorSSA.
+
+    On MUFU; or, with `fma_cols` > 0, that many of the row's columns (`_fma_columns`) by the
+    polynomial on the FMA units (FA4's relief for MUFU), x going through S. Called while
+    tracing, with r known then (both FMHA paths' softmax).
+    """
+    if fma_cols == 0:
+        return cute.math.exp2(x, fastmath=True)
+    S[r, None] = x
+    on_fma = _fma_columns(cute.size(S.shape[1]), fma_cols)
+    exp2_fma = exp2_fma_natural if fma_impl == "natural" else exp2_fma_magic
+    for c in range(cute.size(S.shape[1])):
+        S[r, c] = exp2_fma(S[r, c]) if on_fma[c] else cute.math.exp2(S[r, c], fastmath=True)
+    return S[r, None].load()
 
 
 class _Fmha:
@@ -326,12 +367,7 @@ class _Fmha:
         acc_O = cute.make_rmem_tensor(thr_mma.partition_shape_C((BLOCK_M, d)), F32)
         acc_O.fill(0.0)
 
-        s2r_q = cute.make_tiled_copy_A(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=False, num_matrices=4), dt), mma)
-        s2r_k = cute.make_tiled_copy_B(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=False, num_matrices=4), dt), mma)
-        s2r_v = cute.make_tiled_copy_B(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=True, num_matrices=4), dt), mma)
-        thr_s2r_q = s2r_q.get_slice(tidx)
-        thr_s2r_k = s2r_k.get_slice(tidx)
-        thr_s2r_v = s2r_v.get_slice(tidx)
+        (s2r_q, s2r_k, s2r_v), (thr_s2r_q, thr_s2r_k, thr_s2r_v) = ldmatrix_copies(mma, dt, tidx)
         tSsQ = thr_s2r_q.partition_S(sQ)
         tSrQ_v = thr_s2r_q.retile(tSrQ)
         tSsK = thr_s2r_k.partition_S(sK)
@@ -343,11 +379,7 @@ class _Fmha:
         tScS = _mn_view(thr_mma.partition_C(cute.make_identity_tensor((BLOCK_M, BLOCK_N))))
 
         # softmax state per accumulator row of this thread (partial sums over its columns)
-        n_rows = acc_O.shape[0][0] * acc_O.shape[1]
-        row_max = cute.make_rmem_tensor((n_rows,), F32)
-        row_sum = cute.make_rmem_tensor((n_rows,), F32)
-        row_max.fill(-F32.inf)
-        row_sum.fill(0.0)
+        n_rows, row_max, row_sum = softmax_state(acc_O)
 
         # --- prologue: Q, and K of the first visited block ---------------------------------
         for m in cutlass.range_constexpr(cute.size(tQs.shape[1])):
@@ -506,20 +538,7 @@ class _Fmha:
             m_old = row_max[r]
             m_new = cute.arch.fmax(m_old, m_blk)
             m_safe = cutlass.select_(m_new == -F32.inf, F32(0.0), m_new) * scale_log2  # a row with nothing yet
-            if cutlass.const_expr(self.fma_cols == 0):
-                p = cute.math.exp2(s_row * scale_log2 - m_safe, fastmath=True)
-            else:
-                S[r, None] = s_row * scale_log2 - m_safe
-                on_fma = _fma_columns(cute.size(S.shape[1]), self.fma_cols)
-                for c in cutlass.range_constexpr(cute.size(S.shape[1])):
-                    if cutlass.const_expr(on_fma[c]):
-                        if cutlass.const_expr(self.fma_impl == "natural"):
-                            S[r, c] = exp2_fma_natural(S[r, c])
-                        else:
-                            S[r, c] = exp2_fma_magic(S[r, c])
-                    else:
-                        S[r, c] = cute.math.exp2(S[r, c], fastmath=True)
-                p = S[r, None].load()
+            p = exp2_row(S, r, s_row * scale_log2 - m_safe, self.fma_cols, self.fma_impl)
             corr = cute.math.exp2(m_old * scale_log2 - m_safe, fastmath=True)
             row_sum[r] = row_sum[r] * corr + p.reduce(cute.ReductionOp.ADD, F32(0.0), 0)
             O[r, None] = O[r, None].load() * corr

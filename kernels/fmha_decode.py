@@ -55,7 +55,7 @@ from cutlass.cute.runtime import make_ptr
 import lowering
 from kernels.attention_parts import LN2, LOG2E, add, finish_row, quad_allreduce
 from kernels.cutedsl_compat import SmemAllocator
-from kernels.fmha import DTYPES, HEAD_DIMS, _as_operand_a, _Fmha, _mn_view
+from kernels.fmha import DTYPES, HEAD_DIMS, _as_operand_a, _Fmha, _mn_view, ldmatrix_copies, softmax_state
 
 # --- tuning knobs ---------------------------------------------------------------
 BLOCK_M = 64  # packed rows per CTA: 4 warps x 16 (one m16 MMA row block each)
@@ -262,12 +262,7 @@ class _SplitKV(_Fmha):
         acc_O = cute.make_rmem_tensor(thr_mma.partition_shape_C((BLOCK_M, d)), F32)
         acc_O.fill(0.0)
 
-        s2r_q = cute.make_tiled_copy_A(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=False, num_matrices=4), dt), mma)
-        s2r_k = cute.make_tiled_copy_B(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=False, num_matrices=4), dt), mma)
-        s2r_v = cute.make_tiled_copy_B(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=True, num_matrices=4), dt), mma)
-        thr_s2r_q = s2r_q.get_slice(tidx)
-        thr_s2r_k = s2r_k.get_slice(tidx)
-        thr_s2r_v = s2r_v.get_slice(tidx)
+        (s2r_q, s2r_k, s2r_v), (thr_s2r_q, thr_s2r_k, thr_s2r_v) = ldmatrix_copies(mma, dt, tidx)
         tSsQ = thr_s2r_q.partition_S(sQ)
         tSrQ_v = thr_s2r_q.retile(tSrQ)
         tSsK = thr_s2r_k.partition_S(sK)
@@ -276,11 +271,7 @@ class _SplitKV(_Fmha):
         tOrVt_v = thr_s2r_v.retile(tOrVt)
 
         tScS = _mn_view(thr_mma.partition_C(cute.make_identity_tensor((BLOCK_M, BLOCK_N))))
-        n_rows = acc_O.shape[0][0] * acc_O.shape[1]
-        row_max = cute.make_rmem_tensor((n_rows,), F32)
-        row_sum = cute.make_rmem_tensor((n_rows,), F32)
-        row_max.fill(-F32.inf)
-        row_sum.fill(0.0)
+        n_rows, row_max, row_sum = softmax_state(acc_O)
         # warp w holds rows 16w .. 16w + 15 of the tile (the MMA's M permutation is 4 x 16);
         # a warp with no packed row left skips the math and only streams K/V
         has_rows = m0 + (tidx // 32) * 16 < rows
@@ -452,23 +443,14 @@ class _SplitKV(_Fmha):
         tOrVt = thr_mma.make_fragment_B(thr_mma.partition_B(cute.local_tile(sVt[None, None, 0], (d, kw), (0, 0))))
         acc_O = cute.make_rmem_tensor(thr_mma.partition_shape_C((tm, d)), F32)
         acc_O.fill(0.0)
-        s2r_q = cute.make_tiled_copy_A(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=False, num_matrices=4), dt), mma)
-        s2r_k = cute.make_tiled_copy_B(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=False, num_matrices=4), dt), mma)
-        s2r_v = cute.make_tiled_copy_B(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=True, num_matrices=4), dt), mma)
-        thr_s2r_q = s2r_q.get_slice(lane)
-        thr_s2r_k = s2r_k.get_slice(lane)
-        thr_s2r_v = s2r_v.get_slice(lane)
+        (s2r_q, s2r_k, s2r_v), (thr_s2r_q, thr_s2r_k, thr_s2r_v) = ldmatrix_copies(mma, dt, lane)
         tSsQ = thr_s2r_q.partition_S(sQ)
         tSrQ_v = thr_s2r_q.retile(tSrQ)
         tSrK_v = thr_s2r_k.retile(tSrK)
         tOrVt_v = thr_s2r_v.retile(tOrVt)
 
         tScS = _mn_view(thr_mma.partition_C(cute.make_identity_tensor((tm, kw))))
-        n_rows = acc_O.shape[0][0] * acc_O.shape[1]
-        row_max = cute.make_rmem_tensor((n_rows,), F32)
-        row_sum = cute.make_rmem_tensor((n_rows,), F32)
-        row_max.fill(-F32.inf)
-        row_sum.fill(0.0)
+        n_rows, row_max, row_sum = softmax_state(acc_O)
 
         self.load_q_packed(g2s, tQs, tQc, mQ, m0, rows, group, batch, kv_head)
         self.load_first_stages(g2s, tKg, tKs, tVg, tVs, tKVc, n_block_max, n_blocks, sk)

@@ -658,20 +658,10 @@ class _FmhaSm90:
             m_old = row_max[r]
             m_new = cute.arch.fmax(m_old, m_blk)
             m_safe = cutlass.select_(m_new == -F32.inf, F32(0.0), m_new) * scale_log2  # a row with nothing yet
-            if cutlass.const_expr(self.fma_cols == 0):
-                p = cute.math.exp2(s_row * scale_log2 - m_safe, fastmath=True)
-            else:
-                # EXP2_FMA: some columns' exp2 by polynomial on the FMA units, the rest on MUFU
-                from kernels.fmha import _fma_columns, exp2_fma_magic  # (kernels.fmha imports this module)
+            # EXP2_FMA: some columns' exp2 by polynomial on the FMA units, the rest on MUFU
+            from kernels.fmha import exp2_row  # (kernels.fmha imports this module)
 
-                S[r, None] = s_row * scale_log2 - m_safe
-                on_fma = _fma_columns(cute.size(S.shape[1]), self.fma_cols)
-                for c in cutlass.range_constexpr(cute.size(S.shape[1])):
-                    if cutlass.const_expr(on_fma[c]):
-                        S[r, c] = exp2_fma_magic(S[r, c])
-                    else:
-                        S[r, c] = cute.math.exp2(S[r, c], fastmath=True)
-                p = S[r, None].load()
+            p = exp2_row(S, r, s_row * scale_log2 - m_safe, self.fma_cols)
             corr[r] = cute.math.exp2(m_old * scale_log2 - m_safe, fastmath=True)
             row_sum[r] = row_sum[r] * corr[r] + p.reduce(cute.ReductionOp.ADD, F32(0.0), 0)
             row_max[r] = m_new
