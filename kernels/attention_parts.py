@@ -1,6 +1,9 @@
-"""What both FMHA paths (`fmha.py`'s mma.sync kernel, `fmha_sm90.py`'s wgmma kernel) share.
+"""What the FMHA paths (`fmha.py`'s mma.sync kernel, `fmha_decode.py`'s split kernels,
+`fmha_sm90.py`'s wgmma kernel) share.
 
 Called while a kernel is traced (plain Python, and `store_nvfp4`, a @cute.jit function):
+the [B, S, H, D] tensors over the raw pointers, the swizzled shared-memory rows and the
+16-byte row copies, the ldmatrix copies feeding mma.sync, the online softmax's row state,
 the quad reductions of an MMA row, the last step of the online softmax (normalizer and
 LSE, with or without a sink), and the NVFP4 output of the epilogue. Importing it needs
 neither torch nor a GPU.
@@ -12,12 +15,65 @@ import math
 
 import cutlass
 import cutlass.cute as cute
+from cutlass.cute.nvgpu import warp
 
 from kernels import nvfp4
 
 F32 = cutlass.Float32
 LOG2E = math.log2(math.e)
 LN2 = math.log(2.0)
+
+
+def ldmatrix_copies(mma: cute.TiledMma, dtype, thread):
+    """The ldmatrix copies that feed `mma`'s operands from shared memory, and `thread`'s slices.
+
+    ((Q copy, K copy, V^T copy), (their slices for `thread`)): Q as the A operand and K as
+    the B operand as stored, V through the transposing ldmatrix as the B operand of P V.
+    """
+
+    def atom(transpose: bool):
+        return cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=transpose, num_matrices=4), dtype)
+
+    copies = (cute.make_tiled_copy_A(atom(False), mma), cute.make_tiled_copy_B(atom(False), mma), cute.make_tiled_copy_B(atom(True), mma))
+    return copies, tuple(c.get_slice(thread) for c in copies)
+
+
+def softmax_state(acc_O: cute.Tensor):
+    """(rows, running row max = -inf, running row sum = 0) for the accumulator rows this thread holds."""
+    n_rows = acc_O.shape[0][0] * acc_O.shape[1]
+    row_max = cute.make_rmem_tensor((n_rows,), F32)
+    row_sum = cute.make_rmem_tensor((n_rows,), F32)
+    row_max.fill(-F32.inf)
+    row_sum.fill(0.0)
+    return n_rows, row_max, row_sum
+
+
+def bshd_tensors(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, sink_ptr, b, sq, sk, hq, hkv, d: int):
+    """(Q, K, V, O, LSE, sink) over the raw pointers: Q/O [B, Sq, Hq, D], K/V [B, Sk, Hkv, D]
+    row-major, LSE [B, Hq, Sq], sink [Hq]. Every stride but the last is a multiple of D
+    (16-byte aligned rows, what the 16-byte copies need), said to the compiler."""
+    q_row = cute.assume(hq * d, divby=d)
+    kv_row = cute.assume(hkv * d, divby=d)
+    mQ = cute.make_tensor(q_ptr, cute.make_layout((b, sq, hq, d), stride=(cute.assume(sq * q_row, divby=d), q_row, d, 1)))
+    mO = cute.make_tensor(o_ptr, cute.make_layout((b, sq, hq, d), stride=(cute.assume(sq * q_row, divby=d), q_row, d, 1)))
+    kv_batch = cute.assume(sk * kv_row, divby=d)
+    mK = cute.make_tensor(k_ptr, cute.make_layout((b, sk, hkv, d), stride=(kv_batch, kv_row, d, 1)))
+    mV = cute.make_tensor(v_ptr, cute.make_layout((b, sk, hkv, d), stride=(kv_batch, kv_row, d, 1)))
+    mLSE = cute.make_tensor(lse_ptr, cute.make_layout((b, hq, sq), stride=(hq * sq, sq, 1)))
+    mSink = cute.make_tensor(sink_ptr, cute.make_layout((hq,), stride=(1,)))
+    return mQ, mK, mV, mO, mLSE, mSink
+
+
+def swizzled_rows_atom():
+    """Shared-memory layout atom: 128-byte rows of 64 elements, XOR-swizzled (conflict-free ldmatrix)."""
+    return cute.make_composed_layout(cute.make_swizzle(3, 3, 3), 0, cute.make_layout((8, 64), stride=(64, 1)))
+
+
+def row_copy(op, dtype, threads: int):
+    """A tiled 16-byte copy of 64-element rows: 8 threads a row (bf16/fp16), `threads` // 8 rows a pass."""
+    vec = 128 // dtype.width
+    thr = cute.make_layout((threads // (64 // vec), 64 // vec), stride=(64 // vec, 1))
+    return cute.make_tiled_copy_tv(cute.make_copy_atom(op, dtype, num_bits_per_copy=128), thr, cute.make_layout((1, vec)))
 
 
 def quad_allreduce(x, op):

@@ -62,7 +62,20 @@ from cutlass._mlir.dialects import arith
 import lowering
 from kernels import fmha_sm90, nvfp4
 from kernels.cutedsl_compat import SmemAllocator
-from kernels.attention_parts import LN2, LOG2E, finish_row, fmax, nvfp4_outputs, quad_allreduce, store_nvfp4
+from kernels.attention_parts import (
+    LN2,
+    LOG2E,
+    bshd_tensors,
+    finish_row,
+    fmax,
+    ldmatrix_copies,
+    nvfp4_outputs,
+    quad_allreduce,
+    row_copy,
+    softmax_state,
+    store_nvfp4,
+    swizzled_rows_atom,
+)
 from kernels.torch_device import arch_of, torch_module
 
 # --- tuning knobs ---------------------------------------------------------------
@@ -92,30 +105,6 @@ I32 = cutlass.Int32
 
 
 # --- register-view helpers (trace-time layout algebra) --------------------------------
-def ldmatrix_copies(mma: cute.TiledMma, dtype, thread):
-    """The ldmatrix copies that feed `mma`'s operands from shared memory, and `thread`'s slices.
-
-    ((Q copy, K copy, V^T copy), (their slices for `thread`)): Q as the A operand and K as
-    the B operand as stored, V through the transposing ldmatrix as the B operand of P V.
-    """
-
-    def atom(transpose: bool):
-        return cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=transpose, num_matrices=4), dtype)
-
-    copies = (cute.make_tiled_copy_A(atom(False), mma), cute.make_tiled_copy_B(atom(False), mma), cute.make_tiled_copy_B(atom(True), mma))
-    return copies, tuple(c.get_slice(thread) for c in copies)
-
-
-def softmax_state(acc_O: cute.Tensor):
-    """(rows, running row max = -inf, running row sum = 0) for the accumulator rows this thread holds."""
-    n_rows = acc_O.shape[0][0] * acc_O.shape[1]
-    row_max = cute.make_rmem_tensor((n_rows,), F32)
-    row_sum = cute.make_rmem_tensor((n_rows,), F32)
-    row_max.fill(-F32.inf)
-    row_sum.fill(0.0)
-    return n_rows, row_max, row_sum
-
-
 def _mn_view(acc: cute.Tensor) -> cute.Tensor:
     """An mma.sync accumulator ((2 cols, 2 rows), MMA_M, MMA_N) seen as (rows, cols)."""
     lay = cute.make_layout(acc.layout.shape)  # the same shape, compact column-major
@@ -246,21 +235,11 @@ class _Fmha:
     ):
         d = self.d
         dt = self.dtype
-        # [B, S, H, D] row-major; every stride but the last is a multiple of D (16 B aligned rows)
-        q_row = cute.assume(hq * d, divby=d)
-        kv_row = cute.assume(hkv * d, divby=d)
-        mQ = cute.make_tensor(q_ptr, cute.make_layout((b, sq, hq, d), stride=(cute.assume(sq * q_row, divby=d), q_row, d, 1)))
-        mO = cute.make_tensor(o_ptr, cute.make_layout((b, sq, hq, d), stride=(cute.assume(sq * q_row, divby=d), q_row, d, 1)))
-        kv_batch = cute.assume(sk * kv_row, divby=d)
-        mK = cute.make_tensor(k_ptr, cute.make_layout((b, sk, hkv, d), stride=(kv_batch, kv_row, d, 1)))
-        mV = cute.make_tensor(v_ptr, cute.make_layout((b, sk, hkv, d), stride=(kv_batch, kv_row, d, 1)))
-        mLSE = cute.make_tensor(lse_ptr, cute.make_layout((b, hq, sq), stride=(hq * sq, sq, 1)))
-        mSink = cute.make_tensor(sink_ptr, cute.make_layout((hq,), stride=(1,)))
+        mQ, mK, mV, mO, mLSE, mSink = bshd_tensors(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, sink_ptr, b, sq, sk, hq, hkv, d)
         # NVFP4 output, read only with nvfp4_out
         mCodes, mScales, mGlobal = nvfp4_outputs(codes_ptr, scales_ptr, global_scale_ptr, b, sq, hq, d)
 
-        # shared memory: 128-byte rows of 64 elements, XOR-swizzled (conflict-free ldmatrix)
-        atom = cute.make_composed_layout(cute.make_swizzle(3, 3, 3), 0, cute.make_layout((8, 64), stride=(64, 1)))
+        atom = swizzled_rows_atom()
         sQ_layout = cute.tile_to_shape(atom, (BLOCK_M, d), (0, 1))
         sKV_layout = cute.tile_to_shape(atom, (BLOCK_N, d), (0, 1))
 
@@ -270,18 +249,10 @@ class _Fmha:
             k: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
             v: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
 
-        # global -> shared: 16-byte cp.async, 8 threads per 64-element row, 16 rows a pass
-        vec = 128 // dt.width
-        thr = cute.make_layout((THREADS // (64 // vec), 64 // vec), stride=(64 // vec, 1))
-        g2s = cute.make_tiled_copy_tv(
-            cute.make_copy_atom(cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), dt, num_bits_per_copy=128),
-            thr,
-            cute.make_layout((1, vec)),
-        )
+        # global -> shared: 16-byte cp.async, 8 threads per 64-element row, 16 rows a pass;
         # shared -> global for O: plain 16-byte copies, same thread layout
-        s2g = cute.make_tiled_copy_tv(
-            cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dt, num_bits_per_copy=128), thr, cute.make_layout((1, vec))
-        )
+        g2s = row_copy(cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), dt, THREADS)
+        s2g = row_copy(cute.nvgpu.CopyUniversalOp(), dt, THREADS)
         mma = cute.make_tiled_mma(
             warp.MmaF16BF16Op(dt, F32, (16, 8, 16)),
             (THREADS // 32, 1, 1),

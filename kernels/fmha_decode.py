@@ -53,9 +53,20 @@ from cutlass.cute.nvgpu import cpasync, warp
 from cutlass.cute.runtime import make_ptr
 
 import lowering
-from kernels.attention_parts import LN2, LOG2E, add, finish_row, quad_allreduce
+from kernels.attention_parts import (
+    LN2,
+    LOG2E,
+    add,
+    bshd_tensors,
+    finish_row,
+    ldmatrix_copies,
+    quad_allreduce,
+    row_copy,
+    softmax_state,
+    swizzled_rows_atom,
+)
 from kernels.cutedsl_compat import SmemAllocator
-from kernels.fmha import DTYPES, HEAD_DIMS, _as_operand_a, _Fmha, _mn_view, ldmatrix_copies, softmax_state
+from kernels.fmha import DTYPES, HEAD_DIMS, _as_operand_a, _Fmha, _mn_view
 
 # --- tuning knobs ---------------------------------------------------------------
 BLOCK_M = 64  # packed rows per CTA: 4 warps x 16 (one m16 MMA row block each)
@@ -145,15 +156,7 @@ class _SplitKV(_Fmha):
     ):
         d = self.d
         dt = self.dtype
-        q_row = cute.assume(hq * d, divby=d)
-        kv_row = cute.assume(hkv * d, divby=d)
-        mQ = cute.make_tensor(q_ptr, cute.make_layout((b, sq, hq, d), stride=(cute.assume(sq * q_row, divby=d), q_row, d, 1)))
-        mO = cute.make_tensor(o_ptr, cute.make_layout((b, sq, hq, d), stride=(cute.assume(sq * q_row, divby=d), q_row, d, 1)))
-        kv_batch = cute.assume(sk * kv_row, divby=d)
-        mK = cute.make_tensor(k_ptr, cute.make_layout((b, sk, hkv, d), stride=(kv_batch, kv_row, d, 1)))
-        mV = cute.make_tensor(v_ptr, cute.make_layout((b, sk, hkv, d), stride=(kv_batch, kv_row, d, 1)))
-        mLSE = cute.make_tensor(lse_ptr, cute.make_layout((b, hq, sq), stride=(hq * sq, sq, 1)))
-        mSink = cute.make_tensor(sink_ptr, cute.make_layout((hq,), stride=(1,)))
+        mQ, mK, mV, mO, mLSE, mSink = bshd_tensors(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, sink_ptr, b, sq, sk, hq, hkv, d)
         # partial results, indexed by packed row: [split, batch * Hkv + kv head, row, D]
         rows = (hq // hkv) * sq
         bh = b * hkv
@@ -165,8 +168,7 @@ class _SplitKV(_Fmha):
         tiles = cute.ceil_div(rows, self.tile_m) * bh
         mCounters = cute.make_tensor(counters_ptr, cute.make_layout((tiles,)))  # key_warps: zero on entry, left zero
 
-        # shared memory: 128-byte rows of 64 elements, XOR-swizzled (conflict-free ldmatrix)
-        atom = cute.make_composed_layout(cute.make_swizzle(3, 3, 3), 0, cute.make_layout((8, 64), stride=(64, 1)))
+        atom = swizzled_rows_atom()
         sQ_layout = cute.tile_to_shape(atom, (self.tile_m, d), (0, 1))
         sKV_layout = cute.tile_to_shape(atom, (BLOCK_N, d, STAGES), (0, 1, 2))
 
@@ -178,13 +180,7 @@ class _SplitKV(_Fmha):
             stats: cute.struct.Align[cute.struct.MemRange[F32, 2 * (THREADS // 32) * KEY_WARPS_ROWS], 16]
             arrivals: cute.struct.Align[cute.struct.MemRange[I32, 4], 16]
 
-        vec = 128 // dt.width
-        thr = cute.make_layout((THREADS // (64 // vec), 64 // vec), stride=(64 // vec, 1))
-        g2s = cute.make_tiled_copy_tv(
-            cute.make_copy_atom(cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), dt, num_bits_per_copy=128),
-            thr,
-            cute.make_layout((1, vec)),
-        )
+        g2s = row_copy(cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), dt, THREADS)
         if cutlass.const_expr(self.key_warps):
             mma = cute.make_tiled_mma(warp.MmaF16BF16Op(dt, F32, (16, 8, 16)), (1, 1, 1), permutation_mnk=(16, 16, 16))
             kernel = self.split_kernel_key_warps(

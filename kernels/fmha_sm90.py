@@ -52,7 +52,7 @@ from cutlass.cute.runtime import make_ptr
 
 import lowering
 from kernels import nvfp4
-from kernels.attention_parts import LN2, finish_row, fmax, nvfp4_outputs, quad_allreduce, store_nvfp4
+from kernels.attention_parts import LN2, finish_row, fmax, nvfp4_outputs, quad_allreduce, row_copy, store_nvfp4
 from kernels.cutedsl_compat import LayoutEnum, SmemAllocator
 
 # --- tuning knobs ---------------------------------------------------------------
@@ -256,11 +256,7 @@ class _FmhaSm90:
             a_source=warpgroup.OperandSource.RMEM,
         )  # fmt: skip
         # shared -> global for O: 16-byte copies, 8 elements a thread, one warpgroup
-        vec = 128 // dt.width
-        thr = cute.make_layout((128 // (64 // vec), 64 // vec), stride=(64 // vec, 1))
-        s2g = cute.make_tiled_copy_tv(
-            cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dt, num_bits_per_copy=128), thr, cute.make_layout((1, vec))
-        )
+        s2g = row_copy(cute.nvgpu.CopyUniversalOp(), dt, 128)
         # one CTA per SM walking the tiles (PERSISTENT), or one CTA per tile
         m_tiles = cute.ceil_div(sq, self.block_m)
         n_tiles = m_tiles * hq * b
