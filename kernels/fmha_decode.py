@@ -231,25 +231,9 @@ class _SplitKV(_Fmha):
         n_blocks = cutlass.max(n_block_max - n_block_min, 0)
         m_block = m0 // BLOCK_M
 
-        gK = cute.local_tile(mK[batch, None, kv_head, None], (BLOCK_N, d), (None, 0))
-        gV = cute.local_tile(mV[batch, None, kv_head, None], (BLOCK_N, d), (None, 0))
-
-        smem = SmemAllocator()
-        storage = smem.allocate(Smem)
-        sQ = storage.q.get_tensor(sQ_layout)
-        sK = storage.k.get_tensor(sKV_layout)
-        sV = storage.v.get_tensor(sKV_layout)
-        # (D, N, stage) view of V for the transposing ldmatrix
-        sVt = cute.composition(sV, cute.make_layout((d, BLOCK_N, STAGES), stride=(BLOCK_N, 1, BLOCK_N * d)))
-
-        thr_g2s = g2s.get_slice(tidx)
-        tQs = thr_g2s.partition_D(sQ)
-        tKg = thr_g2s.partition_S(gK)
-        tKs = thr_g2s.partition_D(sK)
-        tVg = thr_g2s.partition_S(gV)
-        tVs = thr_g2s.partition_D(sV)
-        tQc = thr_g2s.partition_S(cute.make_identity_tensor((BLOCK_M, d)))
-        tKVc = thr_g2s.partition_S(cute.make_identity_tensor((BLOCK_N, d)))
+        storage, sQ, sK, sVt, tQs, tKg, tKs, tVg, tVs, tQc, tKVc = self.staged_tiles(
+            mK, mV, batch, kv_head, Smem, sQ_layout, sKV_layout, g2s, tidx, BLOCK_M
+        )
 
         thr_mma = mma.get_slice(tidx)
         tSrQ = thr_mma.make_fragment_A(thr_mma.partition_A(sQ))
@@ -354,6 +338,28 @@ class _SplitKV(_Fmha):
         n_block_min = tile_min + split * per_split
         return q_first, q_last, n_block_min, cutlass.min(n_block_min + per_split, tile_max)
 
+    def staged_tiles(self, mK, mV, batch, kv_head, Smem, sQ_layout, sKV_layout, g2s, tidx, q_rows: int):
+        """Both split kernels' staging: the CTA's shared memory (`Smem`: Q, the K/V ring, V's
+        (D, N, stage) view for the transposing ldmatrix), the (batch, kv head)'s K/V tiles in
+        global memory, and thread `tidx`'s cp.async partitions with their coordinates (Q's
+        `q_rows` rows, a K/V tile's keys). Called while tracing.
+
+        (storage, sQ, sK, sVt, tQs, tKg, tKs, tVg, tVs, tQc, tKVc)
+        """
+        d = self.d
+        gK = cute.local_tile(mK[batch, None, kv_head, None], (BLOCK_N, d), (None, 0))
+        gV = cute.local_tile(mV[batch, None, kv_head, None], (BLOCK_N, d), (None, 0))
+        storage = SmemAllocator().allocate(Smem)
+        sQ = storage.q.get_tensor(sQ_layout)
+        sK = storage.k.get_tensor(sKV_layout)
+        sV = storage.v.get_tensor(sKV_layout)
+        sVt = cute.composition(sV, cute.make_layout((d, BLOCK_N, STAGES), stride=(BLOCK_N, 1, BLOCK_N * d)))
+        thr_g2s = g2s.get_slice(tidx)
+        tQc = thr_g2s.partition_S(cute.make_identity_tensor((q_rows, d)))
+        tKVc = thr_g2s.partition_S(cute.make_identity_tensor((BLOCK_N, d)))
+        partitions = (thr_g2s.partition_D(sQ), thr_g2s.partition_S(gK), thr_g2s.partition_D(sK), thr_g2s.partition_S(gV), thr_g2s.partition_D(sV))
+        return (storage, sQ, sK, sVt, *partitions, tQc, tKVc)
+
     @cute.jit
     def load_q_packed(self, g2s, tQs, tQc, mQ, m0: I32, rows: I32, group: I32, batch: I32, kv_head: I32):
         """cp.async the tile's packed Q rows, one row pointer each (row r: query r // G, q head kv_head * G + r % G)."""
@@ -414,23 +420,9 @@ class _SplitKV(_Fmha):
         q_first, q_last, n_block_min, n_block_max = self.key_blocks(m0, rows, group, sk, offset, left, right, split, mPartO.shape[0])
         n_blocks = cutlass.max(n_block_max - n_block_min, 0)
 
-        gK = cute.local_tile(mK[batch, None, kv_head, None], (BLOCK_N, d), (None, 0))
-        gV = cute.local_tile(mV[batch, None, kv_head, None], (BLOCK_N, d), (None, 0))
-        smem = SmemAllocator()
-        storage = smem.allocate(Smem)
-        sQ = storage.q.get_tensor(sQ_layout)
-        sK = storage.k.get_tensor(sKV_layout)
-        sV = storage.v.get_tensor(sKV_layout)
-        sVt = cute.composition(sV, cute.make_layout((d, BLOCK_N, STAGES), stride=(BLOCK_N, 1, BLOCK_N * d)))
-
-        thr_g2s = g2s.get_slice(tidx)
-        tQs = thr_g2s.partition_D(sQ)
-        tKg = thr_g2s.partition_S(gK)
-        tKs = thr_g2s.partition_D(sK)
-        tVg = thr_g2s.partition_S(gV)
-        tVs = thr_g2s.partition_D(sV)
-        tQc = thr_g2s.partition_S(cute.make_identity_tensor((tm, d)))
-        tKVc = thr_g2s.partition_S(cute.make_identity_tensor((BLOCK_N, d)))
+        storage, sQ, sK, sVt, tQs, tKg, tKs, tVg, tVs, tQc, tKVc = self.staged_tiles(
+            mK, mV, batch, kv_head, Smem, sQ_layout, sKV_layout, g2s, tidx, tm
+        )
 
         # one warp's MMA: all 16 rows against its kw keys (S), then P (16 x kw) against those keys' V
         thr_mma = mma.get_slice(lane)
