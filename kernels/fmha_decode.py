@@ -265,14 +265,7 @@ class _SplitKV(_Fmha):
         for it in cutlass.range(n_blocks, unroll=1):
             n_block = n_block_max - 1 - it
             stage = it % STAGES
-            cute.arch.cp_async_wait_group(STAGES - 2)
-            cute.arch.barrier()  # block `it` is in; everyone is done with block it - 1's stage
-            ahead = it + STAGES - 1
-            if ahead < n_blocks:
-                nxt = ahead % STAGES
-                self.load_kv(g2s, tKg, tKs[None, None, None, nxt], tKVc, n_block_max - 1 - ahead, sk)
-                self.load_kv(g2s, tVg, tVs[None, None, None, nxt], tKVc, n_block_max - 1 - ahead, sk)
-            cute.arch.cp_async_commit_group()
+            self.advance_ring(g2s, tKg, tKs, tVg, tVs, tKVc, it, n_block_max, n_blocks, sk)
 
             if has_rows:
                 acc_S = cute.make_rmem_tensor(thr_mma.partition_shape_C((BLOCK_M, BLOCK_N)), F32)
@@ -375,6 +368,19 @@ class _SplitKV(_Fmha):
                 tQs[None, m, None].fill(0)
 
     @cute.jit
+    def advance_ring(self, g2s, tKg, tKs, tVg, tVs, tKVc, it: I32, n_block_max: I32, n_blocks: I32, sk: I32):
+        """Loop step `it` of the K/V ring: wait for block `it` (stage it % STAGES), then refill
+        the stage block it - 1 used with block it + STAGES - 1, if the split has it."""
+        cute.arch.cp_async_wait_group(STAGES - 2)
+        cute.arch.barrier()  # block `it` is in; everyone is done with block it - 1's stage
+        ahead = it + STAGES - 1
+        if ahead < n_blocks:
+            nxt = ahead % STAGES
+            self.load_kv(g2s, tKg, tKs[None, None, None, nxt], tKVc, n_block_max - 1 - ahead, sk)
+            self.load_kv(g2s, tVg, tVs[None, None, None, nxt], tKVc, n_block_max - 1 - ahead, sk)
+        cute.arch.cp_async_commit_group()
+
+    @cute.jit
     def load_first_stages(self, g2s, tKg, tKs, tVg, tVs, tKVc, n_block_max: I32, n_blocks: I32, sk: I32):
         """K/V of the split's first STAGES - 1 blocks (the last keys first), one commit group per stage."""
         for s in cutlass.range_constexpr(STAGES - 1):
@@ -447,14 +453,7 @@ class _SplitKV(_Fmha):
         for it in cutlass.range(n_blocks, unroll=1):
             n_block = n_block_max - 1 - it
             stage = it % STAGES
-            cute.arch.cp_async_wait_group(STAGES - 2)
-            cute.arch.barrier()  # block `it` is in; everyone is done with block it - 1's stage
-            ahead = it + STAGES - 1
-            if ahead < n_blocks:
-                nxt = ahead % STAGES
-                self.load_kv(g2s, tKg, tKs[None, None, None, nxt], tKVc, n_block_max - 1 - ahead, sk)
-                self.load_kv(g2s, tVg, tVs[None, None, None, nxt], tKVc, n_block_max - 1 - ahead, sk)
-            cute.arch.cp_async_commit_group()
+            self.advance_ring(g2s, tKg, tKs, tVg, tVs, tKVc, it, n_block_max, n_blocks, sk)
 
             acc_S = cute.make_rmem_tensor(thr_mma.partition_shape_C((tm, kw)), F32)
             acc_S.fill(0.0)
