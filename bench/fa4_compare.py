@@ -3,7 +3,7 @@
     python bench/fa4_compare.py outputs --out plain.pt                      # FA4 as shipped
     python -m lowering.run bench/fa4_compare.py outputs --out hooked.pt      # FA4 + auto hook
     python bench/fa4_compare.py compare plain.pt hooked.pt
-    python bench/fa4_compare.py bench --out fa4_bench.json [--results bench/results.json]
+    python bench/fa4_compare.py bench --out fa4_bench.json
 
 `outputs` runs FA4's forward (flash-attn-4 4.0.0b36, its own CuTeDSL kernels) on fixed
 random inputs and saves out and LSE; under `python -m lowering.run` every one of its
@@ -116,7 +116,7 @@ def score_pairs(s, causal, window):
     return total
 
 
-def bench(out_path, results_path):
+def bench(out_path):
     from kernels import fmha
 
     rows, gpu, today = [], torch.cuda.get_device_name(), datetime.date.today().isoformat()
@@ -148,14 +148,13 @@ def main():
     c.add_argument("hooked")
     bn = sub.add_parser("bench")
     bn.add_argument("--out", required=True)
-    bn.add_argument("--results", default="")
     args = parser.parse_args()
     if args.mode == "outputs":
         outputs(args.out)
     elif args.mode == "compare":
         sys.exit(compare(args.plain, args.hooked))
     else:
-        bench(args.out, args.results)
+        bench(args.out)
 
 
 if __name__ == "__main__":
