@@ -513,8 +513,10 @@ def compile_quantize(
       (`amax_ctas(n)` f32, uninitialised), then the quantize kernel that reduces them and
       writes the global scale it derives (arguments x, q, s, partials, global_scale_out,
       n, stream);
-    - "cluster": one launch, the grid one cluster (for n up to ONE_LAUNCH_MAX_ELEMENTS;
-      sm_90 and later: `one_launch_arch`); arguments x, q, s, global_scale_out, n, stream.
+    - "cluster": one launch, the grid one cluster (sm_90 and later: `one_launch_arch`);
+      arguments x, q, s, global_scale_out, n, stream. Each of its CTAs quantizes one tile,
+      so it covers n <= ONE_LAUNCH_MAX_ELEMENTS only, with the default `per_thread`: the
+      caller keeps to that (`kernels.ops` takes the "partials" build beyond it).
     `tvm_ffi`: the TVM-FFI calling convention (see TVM_FFI_OPTION). Works without a
     GPU for any arch.
     """
@@ -524,11 +526,14 @@ def compile_quantize(
         raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
     if scale not in SCALE_SOURCES:
         raise ValueError(f"scale must be one of {SCALE_SOURCES}, not {scale!r}")
+    if scale == "cluster" and not one_launch_arch(check_target(arch)):
+        raise ValueError(f"scale='cluster' needs thread-block clusters (sm_90 and later), not {arch!r}")
+    if scale == "cluster" and per_thread != BLOCKS_PER_THREAD:
+        # ONE_LAUNCH_MAX_ELEMENTS (what callers check n against) assumes this tile size
+        raise ValueError(f"scale='cluster' takes per_thread={BLOCKS_PER_THREAD} (its tiles cover ONE_LAUNCH_MAX_ELEMENTS), not {per_thread}")
     pipeline = fptosi_pipeline(arch) if variant == "fptosi" else "auto"
     x, q, s, g = _pointer_args(INPUT_TYPES[in_dtype], *[_TRACE_ADDRESS] * 4)
     pointers = (x, q, s, g, _f32_pointer(_TRACE_ADDRESS)) if scale == "partials" else (x, q, s, g)
-    if scale == "cluster" and not one_launch_arch(check_target(arch)):
-        raise ValueError(f"scale='cluster' needs thread-block clusters (sm_90 and later), not {arch!r}")
     return _build(_make_quantize(variant, per_thread, scale), pointers, arch, pipeline, tvm_ffi)
 
 

@@ -486,6 +486,13 @@ def test_one_launch_limit_is_the_at_limit_case():
     assert nvfp4.ONE_LAUNCH_CLUSTER <= 8  # the portable cluster size
 
 
+def test_cluster_build_refuses_another_tile_size():
+    from kernels import nvfp4
+
+    with pytest.raises(ValueError, match=f"takes per_thread={nvfp4.BLOCKS_PER_THREAD}"):
+        nvfp4.compile_quantize("bfloat16", "sm_90a", per_thread=nvfp4.BLOCKS_PER_THREAD // 2, scale="cluster")
+
+
 @pytest.mark.parametrize("arch", ["sm_80", "sm_89"])
 def test_cluster_build_refused_without_clusters(arch):
     from kernels import nvfp4
