@@ -1,7 +1,8 @@
-# Issue 13 on the GPU machine: the GPU tests of the computed global scale (partial maxima
-# reduced by the quantize kernel, or one launch: a cluster exchanging its CTAs' maxima) and of the torch ops (Library-defined), then the host-cost
-# and decode-step benches. Run from the repository root of the staged machine, PYTHONPATH
-# set; everything goes under $OUT (logs, host_cost.json, profile.txt, decode_step.json).
+# Issue 13 on the GPU machine: the GPU tests of the computed global scale (one launch, a
+# cluster exchanging its CTAs' maxima, or two: partial maxima reduced by the quantize kernel)
+# and of the torch ops, then the benches: one against two launches by size, host cost, the
+# decode step. Run from the repository root of the staged machine, PYTHONPATH set; everything
+# goes under $OUT (logs, nvfp4_scale_launches.json, host_cost.json, profile.txt, decode_step.json).
 # usage: OUT=DIR bash bench/h200/host_cost/verify.sh   (at most 300 s: the steps' timeouts add up to it;
 #        *_TIMEOUT variables override them; then, here: python bench/host_cost.py --merge DIR/host_cost.json)
 # Exit status: 0 all passed, 3 no GPU / not staged, else the first failing step's status.
