@@ -42,7 +42,7 @@ import torch  # noqa: E402
 
 from kernels import nvfp4  # noqa: E402
 from kernels.torch_device import arch_of  # noqa: E402
-from cuda_timing import median_ms  # noqa: E402
+from cuda_timing import graph_ms, median_ms  # noqa: E402
 
 SHAPES = [(8192, 8192), (16384, 16384), (4096, 7168)]
 LATENCY_SHAPE = (16, 7168)
@@ -98,28 +98,6 @@ def kernel_call(x, variant="plain", per_thread=None):
     fn = nvfp4.compile_quantize("bfloat16", arch_of(x.device), variant, **kwargs)
     args = (*nvfp4.quantize_arguments(x, packed, scales, gs), nvfp4._stream(torch, x.device))
     return (lambda: fn(*args)), packed, scales, gs
-
-
-def graph_ms(launch, launches: int = 200):
-    """Milliseconds per launch of `launch` replayed from a CUDA graph of `launches` launches.
-
-    None if capture fails (e.g. a launch that synchronizes); the reason is printed.
-    """
-    try:
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):  # warm up outside the capture (compiles, allocations)
-            for _ in range(3):
-                launch()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for _ in range(launches):
-                launch()
-        return median_ms(graph.replay, repeat=7, iters=5) / launches
-    except Exception as e:  # noqa: BLE001  (capture errors come as several types)
-        print(f"CUDA graph capture failed: {type(e).__name__}: {e}", flush=True)
-        return None
 
 
 def sass_of(compiled, path: Path):

@@ -4,10 +4,11 @@
 
 The GPU-time side of `nvfp4.ONE_LAUNCH_MAX_ELEMENTS` (the host side is bench/host_cost.py).
 For each size up to that limit, both builds are called through their TVM-FFI launchers
-with preallocated outputs; CALLS back-to-back calls are captured in a CUDA graph and the
-graph replayed, so the time per call is the GPU's (launch gaps included, host cost
-excluded). CUDA events, median of REPLAYS replays. Both builds must write the same bytes
-(packed, scales, global scale).
+with preallocated outputs, timed by `cuda_timing.graph_ms` (back-to-back calls captured in a
+CUDA graph and replayed: the time per call is the GPU's, launch gaps included, host cost
+excluded; the benches' one timer). Both builds must write the same bytes (packed, scales,
+global scale). The table in bench/RESULTS.md was measured by this script's first version,
+which replayed graphs of 50 calls with its own CUDA-event loop (same method, its own timer).
 """
 
 from __future__ import annotations
@@ -15,35 +16,14 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
-import statistics
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT)]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+from cuda_timing import graph_ms  # noqa: E402
 
 SHAPES = [(1, 7168), (2, 7168), (4, 7168), (8, 7168), (16, 7168), (32, 4096)]  # up to ONE_LAUNCH_MAX_ELEMENTS
-CALLS, REPLAYS = 50, 20
-
-
-def gpu_us_per_call(torch, fn) -> float:
-    stream = torch.cuda.Stream()
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            fn()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=stream):
-        for _ in range(CALLS):
-            fn()
-    samples = []
-    for _ in range(REPLAYS):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        stop.record()
-        torch.cuda.synchronize()
-        samples.append(start.elapsed_time(stop) * 1e3 / CALLS)
-    return round(statistics.median(samples), 2)
 
 
 def launch_fn(torch, ops, nvfp4, x, build):
@@ -79,7 +59,10 @@ def main(out: pathlib.Path):
         got = {}
         for build in ("cluster", "partials"):
             fn, outs = launch_fn(torch, ops, nvfp4, x, build)
-            us = gpu_us_per_call(torch, fn)
+            ms = graph_ms(fn)
+            if ms is None:
+                sys.exit(f"{build} at {m}x{k}: CUDA graph capture failed (the reason is printed above)")
+            us = round(ms * 1e3, 2)
             torch.cuda.synchronize()
             got[build] = (us, outs[0].clone(), outs[1].clone(), outs[2][0].item())
         same = torch.equal(got["cluster"][1], got["partials"][1]) and torch.equal(got["cluster"][2], got["partials"][2])
