@@ -24,21 +24,21 @@ def _torch_skip(report) -> str | None:
     return reason if TORCH_MISSING.search(reason) else None
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
+def _fail_torch_skip(report, what: str) -> None:
+    """In CI, turn a skip for a missing torch into a failure that says so."""
     reason = _in_ci() and _torch_skip(report)
     if reason:
         report.outcome = "failed"
-        report.longrepr = f"CI=true but the test was skipped for a missing torch ({reason}): install '.[torch]'"
+        report.longrepr = f"CI=true but {what} was skipped for a missing torch ({reason}): install '.[torch]'"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    _fail_torch_skip(outcome.get_result(), "the test")
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_make_collect_report(collector):
     outcome = yield
-    report = outcome.get_result()
-    reason = _in_ci() and _torch_skip(report)
-    if reason:
-        report.outcome = "failed"
-        report.longrepr = f"CI=true but {collector.nodeid} was skipped for a missing torch ({reason}): install '.[torch]'"
+    _fail_torch_skip(outcome.get_result(), collector.nodeid)
