@@ -41,7 +41,7 @@ Three paths behind one API (`path=`): "mma_sync" is the kernel above; "wgmma" is
 `kernels.fmha_sm90` (warpgroup MMA, TMA, a producer warp), sm_90a only; "decode" is
 `kernels.fmha_decode` (GQA-packed rows, split-KV and a combine kernel; sm_80+), for short
 queries over long keys. "auto" (the default) takes decode where
-`fmha_decode.choose_splits` says so (at most 128 packed rows Hq/Hkv * Sq and 1024 keys or
+`fmha_decode.choose_splits` says so (at most MAX_PACKED_ROWS = 256 packed rows Hq/Hkv * Sq and 1024 keys or
 more; not for NVFP4 output), else wgmma on sm_90a and mma_sync elsewhere (sm_80, sm_100a),
 and mma_sync whenever `exp2_on_fma` asks for the FMA exp2, which only that path has.
 """
