@@ -94,9 +94,12 @@ def compile_form(jit_fn, args, form: str, record: dict | None = None):
     """cute.compile with our passes in the trace-finalize hook (none for `native`).
 
     PTX and cubin are kept through the compile's own options, so they are there
-    whatever CUTE_DSL_KEEP was when CuTeDSL was first imported (e.g. under pytest).
+    whatever CUTE_DSL_KEEP was when CuTeDSL was first imported (e.g. under pytest),
+    and written into this process's own folder: `__ptx__` is read back from a file
+    named after the kernel, so two processes sharing the working directory (GPU tests
+    split over several pytest processes) would read each other's PTX.
     """
-    kwargs = {"options": "--keep-ptx --keep-cubin"}
+    kwargs = {"options": f"--keep-ptx --keep-cubin --dump-dir {_DUMP}"}
     if form != "native":
 
         def hook(_owner, module, _name):
