@@ -14,7 +14,8 @@ A peer that cannot run a case (cuDNN: windows, sinks; FA3: sinks) is left out of
 Cases: the issue's table (ISSUE_CASES), decode / short-query shapes (DECODE_CASES: GQA 8:1;
 FA3 with its split-KV heuristic, num_splits=0; FA4 has no split-KV on sm_90; ours is path "auto",
 which takes `kernels.fmha_decode` (split-KV) where its `choose_splits` says so, and these rows
-also time our wgmma path as `ours_wgmma`, not a peer), and the
+also time our wgmma, decode and decode_wgmma paths as `ours_wgmma`, `ours_decode`,
+`ours_decode_wgmma`, not peers), and the
 NVFP4 epilogue (NVFP4_CASES: the fused `out_format="nvfp4"` call against the bf16-output
 call and against bf16 attention + `nvfp4.quantize`, with one global scale; the codes and
 scales must be bit-identical). Accuracy (ACCURACY_CASES; DECODE_ACCURACY_CASES with FA3's split-KV
@@ -169,6 +170,11 @@ def implementations(torch, case, q, k, v, sinks, split: bool):
     impls = {"ours": lambda: fmha.attention(q, k, v, causal=causal, window=window, sink=sinks)}
     if split:  # the decode rows: our wgmma path too, what the decode path is worth (not a peer)
         impls["ours_wgmma"] = lambda: fmha.attention(q, k, v, causal=causal, window=window, sink=sinks, path="wgmma")
+        impls["ours_decode"] = lambda: fmha.attention(q, k, v, causal=causal, window=window, sink=sinks, path="decode")
+        from kernels import fmha_sm90
+
+        if fmha_sm90.packed_groups(h // hkv):
+            impls["ours_decode_wgmma"] = lambda: fmha.attention(q, k, v, causal=causal, window=window, sink=sinks, path="decode_wgmma")
     left, right = window
     try:
         from fa3_fwd_interface import flash_attn_func as fa3_func

@@ -37,13 +37,17 @@ This path compiles for sm_80 and later (sm_90a, sm_100a) and is built inside
 `lowering.prelowering()`. Importing this module needs neither torch nor a GPU; the
 compile function works on fake arguments (pointers, sizes) for any target.
 
-Three paths behind one API (`path=`): "mma_sync" is the kernel above; "wgmma" is
+Four paths behind one API (`path=`): "mma_sync" is the kernel above; "wgmma" is
 `kernels.fmha_sm90` (warpgroup MMA, TMA, a producer warp), sm_90a only; "decode" is
 `kernels.fmha_decode` (GQA-packed rows, split-KV and a combine kernel; sm_80+), for short
-queries over long keys. "auto" (the default) takes decode where
-`fmha_decode.choose_splits` says so (at most MAX_PACKED_ROWS = 256 packed rows Hq/Hkv * Sq and 1024 keys or
-more; not for NVFP4 output), else wgmma on sm_90a and mma_sync elsewhere (sm_80, sm_100a),
-and mma_sync whenever `exp2_on_fma` asks for the FMA exp2, which only that path has.
+queries over long keys; "decode_wgmma" is the same idea on wgmma (`fmha_sm90`'s packed
+split-KV kernel, then fmha_decode's combine; sm_90a, Hq / Hkv in 2, 4, ..., 128). "auto"
+(the default) takes a split-KV path per call shape (`kernels.ops`; not for NVFP4 output):
+decode for at most 16 packed rows Hq/Hkv * Sq, decode_wgmma on sm_90a where
+`fmha_sm90.choose_splits` says so (17 to 1024 packed rows, 1024 keys or more), else decode
+where `fmha_decode.choose_splits` does (at most 256 packed rows); otherwise wgmma on sm_90a
+and mma_sync elsewhere (sm_80, sm_100a), and mma_sync whenever `exp2_on_fma` asks for the
+FMA exp2, which only that path has.
 """
 
 from __future__ import annotations
@@ -85,7 +89,7 @@ THREADS = 128  # 4 warps, 16 x (BLOCK_M / 64) rows of the MMA each
 HEAD_DIMS = (64, 128)
 DTYPES = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}
 ARCHS = ("sm_80", "sm_90a", "sm_100a")
-PATHS = ("auto", "mma_sync", "wgmma", "decode")
+PATHS = ("auto", "mma_sync", "wgmma", "decode", "decode_wgmma")
 # exp2 of the scores on the FMA units for part of each S tile (FlashAttention-4's trick to
 # relieve MUFU): the share of each thread's score columns (rounded to 1/16: BLOCK_N / 4
 # columns a thread per row) computed by the polynomial; 0 = all MUFU ex2.
@@ -581,6 +585,7 @@ def compile_attention(
     options: str = "",
     path: str = "auto",
     out_format: str = "bf16",
+    group: int | None = None,
 ):
     """The compiled FMHA forward for one configuration; works without a GPU for any arch.
 
@@ -589,8 +594,10 @@ def compile_attention(
     share of the score exp2s computed by the polynomial on the FMA units (default
     EXP2_FMA_FRACTION; 0 = all MUFU), `exp2_impl` "natural" or "magic" (default
     EXP2_FMA_IMPL). `options`: extra cute.compile options (e.g. "--keep-cubin").
-    `path`: "auto", "mma_sync" or "wgmma" (see the module docstring; `resolve_path`).
-    `out_format`: "nvfp4" builds the NVFP4 epilogue (both paths); anything else the plain store.
+    `path`: "auto", "mma_sync", "wgmma", "decode" or "decode_wgmma" (see the module
+    docstring; `resolve_path`); "decode_wgmma" also needs `group` = Hq / Hkv (its tiles pack
+    that many q heads, a compile-time constant).
+    `out_format`: "nvfp4" builds the NVFP4 epilogue (mma_sync, wgmma); anything else the plain store.
     """
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}, not {dtype!r}")
@@ -609,13 +616,19 @@ def compile_attention(
         if nvfp4_out:
             raise ValueError("the decode path has no NVFP4 output; path='auto' takes another path for it")
         return fmha_decode.compile_decode(dtype, head_dim, left >= 0, right >= 0, bool(sink), arch, options)
+    if resolved == "decode_wgmma":
+        if nvfp4_out:
+            raise ValueError("the decode_wgmma path has no NVFP4 output; path='auto' takes another path for it")
+        if group is None:
+            raise ValueError("path='decode_wgmma' needs group= (Hq / Hkv)")
+        return fmha_sm90.compile_packed_split(dtype, head_dim, group, left >= 0, right >= 0, bool(sink), arch, options)
     if resolved == "wgmma":
         return fmha_sm90.compile_kernel(dtype, head_dim, left >= 0, right >= 0, bool(sink), arch, options, nvfp4_out)
     return _compile(dtype, head_dim, left >= 0, right >= 0, bool(sink), arch, cols, impl if cols else "magic", options, nvfp4_out)
 
 
 def resolve_path(path: str, arch: str, fma_cols: int = 0) -> str:
-    """"mma_sync", "wgmma" or "decode" for a requested path on an arch.
+    """"mma_sync", "wgmma", "decode" or "decode_wgmma" for a requested path on an arch.
 
     auto: wgmma on sm_90a, unless the FMA exp2 is asked for (the shape-dependent choice of
     decode is made per call, in `kernels.ops`, before this).
@@ -631,9 +644,9 @@ def resolve_path(path: str, arch: str, fma_cols: int = 0) -> str:
             raise ValueError(f"the decode path needs one of {decode_archs}, not {arch!r}")
         if fma_cols:
             raise ValueError("exp2_on_fma exists on the mma_sync path only")
-    if path == "wgmma":
+    if path in ("wgmma", "decode_wgmma"):
         if arch not in fmha_sm90.ARCHS:
-            raise ValueError(f"the wgmma path needs {fmha_sm90.ARCHS}, not {arch!r}")
+            raise ValueError(f"the {path} path needs {fmha_sm90.ARCHS}, not {arch!r}")
         if fma_cols:
             raise ValueError("exp2_on_fma exists on the mma_sync path only")
     return path
@@ -739,7 +752,7 @@ def attention(
     score exp2s computed on the FMA units (0..1, default EXP2_FMA_FRACTION = 0: all MUFU);
     exp2_impl: "natural" or "magic" (default EXP2_FMA_IMPL), see compile_attention.
     path: "auto" (decode for short queries over long keys, else wgmma on sm_90a and
-    mma_sync elsewhere), "mma_sync", "wgmma" or "decode" (see the module docstring).
+    mma_sync elsewhere), "mma_sync", "wgmma", "decode" or "decode_wgmma" (see the module docstring).
     The ops `cute_lowering::attention` / `attention_nvfp4` (kernels/ops.py).
     """
     if out_format not in _OUT_FORMATS:

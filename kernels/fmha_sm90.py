@@ -52,7 +52,7 @@ from cutlass.cute.runtime import make_ptr
 
 import lowering
 from kernels import nvfp4
-from kernels.attention_parts import LN2, finish_row, fmax, nvfp4_outputs, quad_allreduce, row_copy, store_nvfp4
+from kernels.attention_parts import LN2, bshd_tensors, finish_row, fmax, nvfp4_outputs, quad_allreduce, row_copy, store_nvfp4
 from kernels.cutedsl_compat import LayoutEnum, SmemAllocator
 
 # --- tuning knobs ---------------------------------------------------------------
@@ -174,8 +174,13 @@ def _rescale(acc_O: cute.Tensor, corr: cute.Tensor):
 class _FmhaSm90:
     """One compiled configuration: dtype, head dim and which masks exist (compile-time)."""
 
-    def __init__(self, dtype, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, nvfp4_out: bool, config: Config):
+    def __init__(
+        self, dtype, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, nvfp4_out: bool, config: Config, group: int = 0
+    ):
         self.nvfp4_out = nvfp4_out  # the epilogue writes O as NVFP4 (codes + E4M3 scales) instead
+        # > 0: packed split-KV (_PackedSplitSm90): a tile's rows are packed rows of one kv head's
+        # `group` q heads, its key blocks one of num_splits shares, its O and LSE partials
+        self.group = group
         self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas, self.fma_cols, self.order = config
         self.persistent = self.max_ctas < 2**31 - 1
         self.consumer_wgs = self.block_m // 64
@@ -263,7 +268,7 @@ class _FmhaSm90:
         ctas = cutlass.min(n_tiles, self.max_ctas)
         self.kernel(
             tQ, tK, tV, tma_q, tma_k, tma_v, mO, mLSE, mSink, mCodes, mScales, mGlobal, scale_log2, left, right,
-            m_tiles, n_tiles, sQ_layout, sKV_layout, mma_qk, mma_pv, s2g, Smem,
+            m_tiles, n_tiles, I32(1), sQ_layout, sKV_layout, mma_qk, mma_pv, s2g, Smem,
         ).launch(grid=(ctas, 1, 1), block=[self.threads, 1, 1], stream=stream, min_blocks_per_mp=1)  # fmt: skip
 
     # --- device side ------------------------------------------------------------------
@@ -287,6 +292,7 @@ class _FmhaSm90:
         right: I32,
         m_tiles: I32,
         n_tiles: I32,
+        num_splits: I32,
         sQ_layout: cute.ComposedLayout,
         sKV_layout: cute.ComposedLayout,
         mma_qk: cute.TiledMma,
@@ -304,7 +310,9 @@ class _FmhaSm90:
         smem = SmemAllocator()
         storage = smem.allocate(Smem)
         sQ = storage.q.get_tensor(sQ_layout.outer, swizzle=sQ_layout.inner)
-        sO = storage.o.get_tensor(sQ_layout.outer, swizzle=sQ_layout.inner)
+        sO = sQ  # (packed split: no O buffer, the partials go out from registers)
+        if cutlass.const_expr(not self.group):
+            sO = storage.o.get_tensor(sQ_layout.outer, swizzle=sQ_layout.inner)
         sK = storage.k.get_tensor(sKV_layout.outer, swizzle=sKV_layout.inner)
         sV = storage.v.get_tensor(sKV_layout.outer, swizzle=sKV_layout.inner)
         sVt = cute.composition(sV, cute.make_ordered_layout((d, self.block_n, self.stages), order=(1, 0, 2)))  # (D, N, stage)
@@ -332,7 +340,8 @@ class _FmhaSm90:
                 q_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 1)
                 state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
                 load = functools.partial(
-                    self.load_tile, m_tiles, mQ, mK, mV, tma_q, tma_k, tma_v, sQ, sK, sV, pipe_q, pipe_k, pipe_v, left, right
+                    self.load_tile, m_tiles, num_splits, mQ, mK, mV, tma_q, tma_k, tma_v, sQ, sK, sV, pipe_q, pipe_k, pipe_v,
+                    left, right,
                 )  # fmt: skip
                 if cutlass.const_expr(self.persistent):
                     for tile in cutlass.range(first_tile, n_tiles, ctas, unroll=1):
@@ -363,7 +372,7 @@ class _FmhaSm90:
                 if wg == 0:
                     cute.arch.barrier_arrive(barrier_id=TURN_BARRIER, number_of_threads=256)  # the first turn is the first consumer's
             compute = functools.partial(
-                self.compute_tile, m_tiles, mQ, mK, mO, mLSE, mSink, mCodes, mScales, mGlobal, scale_log2, left, right,
+                self.compute_tile, m_tiles, num_splits, mQ, mK, mO, mLSE, mSink, mCodes, mScales, mGlobal, scale_log2, left, right,
                 pipe_q, pipe_k, pipe_v, mma_qk, mma_pv, s2g, sO, tSrQ, tSrK, tOrVt, acc_O, acc_S, rP, corr, row_max, row_sum,
                 tScS, ct, wg,
             )  # fmt: skip
@@ -379,6 +388,7 @@ class _FmhaSm90:
     def load_tile(
         self,
         m_tiles: I32,
+        num_splits: I32,
         mQ: cute.Tensor,
         mK: cute.Tensor,
         mV: cute.Tensor,
@@ -401,7 +411,7 @@ class _FmhaSm90:
         one), then K and V, last key block first. The K/V ring runs on across tiles, so a
         persistent CTA's next tile starts loading while its consumers finish this one."""
         d = self.d
-        m_block, head, batch, kv_head, n_block_max, n_blocks = self.tile_coords(tile, m_tiles, mQ, mK, left, right)
+        m_block, head, batch, kv_head, n_block_max, n_blocks, _ = self.tile_coords(tile, m_tiles, num_splits, mQ, mK, left, right)
         gQ = cute.local_tile(mQ[None, None, head, batch], (self.block_m, d), (m_block, 0))
         gK = cute.local_tile(mK[None, None, kv_head, batch], (self.block_n, d), (None, 0))
         gV = cute.local_tile(mV[None, None, kv_head, batch], (self.block_n, d), (None, 0))
@@ -425,6 +435,7 @@ class _FmhaSm90:
     def compute_tile(
         self,
         m_tiles: I32,
+        num_splits: I32,
         mQ: cute.Tensor,
         mK: cute.Tensor,
         mO: cute.Tensor,
@@ -460,10 +471,10 @@ class _FmhaSm90:
         state,
     ):
         """One consumer warpgroup's 64 rows of one tile: the key blocks, then the epilogue."""
-        m_block, head, batch, kv_head, n_block_max, n_blocks = self.tile_coords(tile, m_tiles, mQ, mK, left, right)
+        m_block, head, batch, kv_head, n_block_max, n_blocks, split = self.tile_coords(tile, m_tiles, num_splits, mQ, mK, left, right)
         m0 = m_block * self.block_m
         sk = mK.shape[0]
-        offset = sk - mQ.shape[0]  # bottom-right alignment of the masks
+        offset = sk - self.queries(mQ)  # bottom-right alignment of the masks
         tOrP = _as_operand_a(rP)
         acc_O.fill(0.0)
         row_max.fill(-F32.inf)
@@ -526,7 +537,10 @@ class _FmhaSm90:
         # every S wgmma of this tile is complete: Q's buffer may take the next tile's
         pipe_q.consumer_release(q_state)
         q_state.advance()
-        self.epilogue(acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mSink, mCodes, mScales, mGlobal, sO, mma_pv, s2g, ct, wg, m0, head, batch)
+        if cutlass.const_expr(self.group):
+            self.partials_epilogue(acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mma_pv, ct, m0, batch * mK.shape[2] + kv_head, split)
+        else:
+            self.epilogue(acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mSink, mCodes, mScales, mGlobal, sO, mma_pv, s2g, ct, wg, m0, head, batch)
         return q_state, state
 
     @cute.jit
@@ -547,33 +561,61 @@ class _FmhaSm90:
             tile = cutlass.select_(reverse, start + ctas - 1 - first_tile, tile)
         return tile
 
+    def queries(self, mQ: cute.Tensor):
+        """Sq (packed: mQ's rows are (group, Sq))."""
+        if cutlass.const_expr(self.group):
+            return mQ.shape[0][1]
+        return mQ.shape[0]
+
+    def query_span(self, m0: I32):
+        """(first, last) query of the tile at row m0: a bound, the element masks are exact."""
+        if cutlass.const_expr(self.group):
+            return m0 // self.group, (m0 + self.block_m - 1) // self.group
+        return m0, m0 + self.block_m - 1
+
     @cute.jit
-    def tile_coords(self, tile: I32, m_tiles: I32, mQ: cute.Tensor, mK: cute.Tensor, left: I32, right: I32):
-        """(m_block, head, batch, kv_head, n_block_max, n_blocks) of a linear tile index.
+    def tile_coords(self, tile: I32, m_tiles: I32, num_splits: I32, mQ: cute.Tensor, mK: cute.Tensor, left: I32, right: I32):
+        """(m_block, head, batch, kv_head, n_block_max, n_blocks, split) of a linear tile index.
 
         The query tile is the fastest index, last tile first (with a causal mask the longest
         rows start first and the short ones fill the tail), then head, then batch: the CTAs
-        that run together share a head's K and V in L2.
+        that run together share a head's K and V in L2. Packed split-KV: head is the kv head
+        (mQ's packed rows are indexed by it), then comes the split, then batch * Hkv; the
+        split takes the split-th of num_splits equal contiguous shares of the tile's key
+        blocks (possibly none).
         """
-        hq = mQ.shape[2]
+        hkv = mK.shape[2]
         m_block = m_tiles - 1 - tile % m_tiles
-        head = (tile // m_tiles) % hq
-        batch = tile // (m_tiles * hq)
-        kv_head = head // (hq // mK.shape[2])
-        sq = mQ.shape[0]
+        split = I32(0)
+        if cutlass.const_expr(self.group):
+            rest = tile // m_tiles
+            split = rest % num_splits
+            bh = rest // num_splits
+            batch = bh // hkv
+            kv_head = bh - batch * hkv
+            head = kv_head
+        else:
+            hq = mQ.shape[2]
+            head = (tile // m_tiles) % hq
+            batch = tile // (m_tiles * hq)
+            kv_head = head // (hq // hkv)
         sk = mK.shape[0]
-        offset = sk - sq
-        m0 = m_block * self.block_m
+        offset = sk - self.queries(mQ)
+        q_first, q_last = self.query_span(m_block * self.block_m)
         # which key blocks this query tile needs (as in kernels.fmha)
         hi = sk
         if cutlass.const_expr(self.has_right):
-            hi = cutlass.min(sk, m0 + self.block_m + offset + right)  # last row's last visible column + 1
+            hi = cutlass.min(sk, q_last + 1 + offset + right)  # last row's last visible column + 1
         hi = cutlass.max(hi, 0)
         n_block_max = (hi + self.block_n - 1) // self.block_n
         n_block_min = I32(0)
         if cutlass.const_expr(self.has_left):
-            n_block_min = cutlass.max(m0 + offset - left, 0) // self.block_n
-        return m_block, head, batch, kv_head, n_block_max, cutlass.max(n_block_max - n_block_min, 0)
+            n_block_min = cutlass.max(q_first + offset - left, 0) // self.block_n
+        if cutlass.const_expr(self.group):
+            per_split = (cutlass.max(n_block_max - n_block_min, 0) + num_splits - 1) // num_splits
+            n_block_min = n_block_min + split * per_split
+            n_block_max = cutlass.min(n_block_min + per_split, n_block_max)
+        return m_block, head, batch, kv_head, n_block_max, cutlass.max(n_block_max - n_block_min, 0), split
 
     @cute.jit
     def mma_turn_wait(self, wg: I32):
@@ -608,11 +650,12 @@ class _FmhaSm90:
         Only blocks that cross a causal/window limit or the key tail pay for the element mask.
         """
         n0 = n_block * self.block_n
+        q_first, q_last = self.query_span(m0)
         need_mask = n0 + self.block_n > sk
         if cutlass.const_expr(self.has_right):
-            need_mask = need_mask | (n0 + self.block_n - 1 > m0 + offset + right)
+            need_mask = need_mask | (n0 + self.block_n - 1 > q_first + offset + right)
         if cutlass.const_expr(self.has_left):
-            need_mask = need_mask | (n0 < m0 + self.block_m - 1 + offset - left)
+            need_mask = need_mask | (n0 < q_last + offset - left)
         if need_mask:
             self.online_softmax(acc_S, corr, row_max, row_sum, scale_log2, tScS, m0, n0, sk, offset, left, right, True)
         else:
@@ -639,6 +682,8 @@ class _FmhaSm90:
         for r in cutlass.range_constexpr(cute.size(row_max)):
             if cutlass.const_expr(masked):
                 row = m0 + tScS[r, 0][0]
+                if cutlass.const_expr(self.group):
+                    row = row // self.group  # the packed row's query
                 hi = sk
                 if cutlass.const_expr(self.has_right):
                     hi = cutlass.min(hi, row + offset + right + 1)
@@ -728,6 +773,136 @@ class _FmhaSm90:
                     cute.copy(s2g, tOr[None, m, None], tOg[None, m, None])
 
 
+    @cute.jit
+    def partials_epilogue(
+        self,
+        acc_O: cute.Tensor,
+        row_max: cute.Tensor,
+        row_sum: cute.Tensor,
+        scale_log2: F32,
+        tScS: cute.Tensor,
+        mPartO: cute.Tensor,
+        mPartLSE: cute.Tensor,
+        mma_pv: cute.TiledMma,
+        ct: I32,
+        m0: I32,
+        bh: I32,
+        split: I32,
+    ):
+        """Packed split-KV: this split's O (normalized by its own sum) and LSE (log2 units) of the
+        tile's valid packed rows, f32, from registers; the sink joins in the combine."""
+        rows = mPartO.shape[2]
+        acc_O_mn = _mn_view(acc_O)
+        tOgO = _mn_view(
+            mma_pv.get_slice(ct).partition_C(cute.local_tile(mPartO[split, bh, None, None], (self.block_m, self.d), (m0 // self.block_m, 0)))
+        )  # fmt: skip
+        for r in cutlass.range_constexpr(cute.size(row_max)):
+            scale, lse2 = finish_row(row_sum[r], row_max[r], scale_log2, None)
+            row = m0 + tScS[r, 0][0]
+            if row < rows:
+                for c in cutlass.range_constexpr(cute.size(acc_O_mn.shape[1])):
+                    tOgO[r, c] = acc_O_mn[r, c] * scale
+                if ct % 4 == 0:
+                    mPartLSE[split, bh, row] = lse2
+
+
+class _PackedSplitSm90(_FmhaSm90):
+    """Short queries over long keys on wgmma: GQA packing and split-KV, then fmha_decode's combine.
+
+    The rows of a tile are packed rows of one (batch, kv head): row r is query r // G of q
+    head kv_head * G + r % G (G = Hq / Hkv, a compile-time divisor of BLOCK_M), so the G q
+    heads that share K/V read it once, and Sq = 16 with G = 8 fills a 128-row tile. TMA
+    loads them as one box: Q seen as ((G, Sq), D, Hkv, B). The tile's key blocks are cut
+    into num_splits shares, one CTA each; a CTA writes its rows' O normalized by its own sum
+    and its LSE (log2) as f32 partials [splits, B * Hkv, G * Sq, D] and [splits, B * Hkv,
+    G * Sq], and `fmha_decode`'s combine kernel (launched by the same host function) merges
+    them into O and LSE, adding the sink. Same call as `fmha_decode.compile_decode`'s (the
+    counters are not read), so kernels/ops.py launches either the same way.
+    """
+
+    @cute.jit
+    def __call__(
+        self,
+        q_ptr: cute.Pointer,
+        k_ptr: cute.Pointer,
+        v_ptr: cute.Pointer,
+        o_ptr: cute.Pointer,
+        lse_ptr: cute.Pointer,
+        sink_ptr: cute.Pointer,
+        part_o_ptr: cute.Pointer,
+        part_lse_ptr: cute.Pointer,
+        counters_ptr: cute.Pointer,
+        b: I32,
+        sq: I32,
+        sk: I32,
+        hq: I32,
+        hkv: I32,
+        num_splits: I32,
+        scale_log2: F32,
+        left: I32,
+        right: I32,
+        stream: cuda.CUstream,
+    ):
+        from kernels import fmha_decode  # (it imports kernels.fmha, which imports this module)
+
+        d = self.d
+        dt = self.dtype
+        g = self.group
+        q_row = cute.assume(hq * d, divby=d)
+        kv_row = cute.assume(hkv * d, divby=d)
+        # Q packed: ((G, Sq), D, Hkv, B); K/V (Sk, D, Hkv, B) as in _FmhaSm90
+        mQ = cute.make_tensor(
+            q_ptr, cute.make_layout(((g, sq), d, hkv, b), stride=((d, q_row), 1, g * d, cute.assume(sq * q_row, divby=d)))
+        )
+        kv_lay = cute.make_layout((sk, d, hkv, b), stride=(kv_row, 1, d, cute.assume(sk * kv_row, divby=d)))
+        mK = cute.make_tensor(k_ptr, kv_lay)
+        mV = cute.make_tensor(v_ptr, kv_lay)
+        mO, mLSE, mSink = bshd_tensors(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, sink_ptr, b, sq, sk, hq, hkv, d)[3:]
+        rows = g * sq
+        bh = b * hkv
+        row_d = cute.assume(rows * d, divby=d)
+        mPartO = cute.make_tensor(
+            part_o_ptr, cute.make_layout((num_splits, bh, rows, d), stride=(cute.assume(bh * row_d, divby=d), row_d, d, 1))
+        )
+        mPartLSE = cute.make_tensor(part_lse_ptr, cute.make_layout((num_splits, bh, rows), stride=(bh * rows, rows, 1)))
+
+        sQ_layout = _smem_layout(dt, self.block_m, d)
+        sKV_layout = _smem_layout(dt, self.block_n, d, self.stages)
+        tma_q, tQ = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mQ, sQ_layout, (self.block_m, d))
+        one_stage = cute.select(sKV_layout, mode=[0, 1])
+        tma_k, tK = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mK, one_stage, (self.block_n, d))
+        tma_v, tV = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mV, one_stage, (self.block_n, d))
+        stages = self.stages
+
+        @cute.struct
+        class Smem:
+            bar_q: cute.struct.MemRange[cutlass.Int64, 2]
+            bar_k: cute.struct.MemRange[cutlass.Int64, 2 * stages]
+            bar_v: cute.struct.MemRange[cutlass.Int64, 2 * stages]
+            q: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]
+            k: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
+            v: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
+
+        mma_qk = sm90.make_trivial_tiled_mma(
+            dt, dt, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.K, F32, (self.consumer_wgs, 1, 1), (64, self.block_n)
+        )
+        mma_pv = sm90.make_trivial_tiled_mma(
+            dt, dt, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.MN, F32, (self.consumer_wgs, 1, 1), (64, d),
+            a_source=warpgroup.OperandSource.RMEM,
+        )  # fmt: skip
+        s2g = row_copy(cute.nvgpu.CopyUniversalOp(), dt, 128)  # (not used: no O buffer)
+        m_tiles = cute.ceil_div(rows, self.block_m)
+        n_tiles = m_tiles * num_splits * bh
+        self.kernel(
+            tQ, tK, tV, tma_q, tma_k, tma_v, mPartO, mPartLSE, mSink, mPartO, mPartLSE, mPartO, scale_log2, left, right,
+            m_tiles, n_tiles, num_splits, sQ_layout, sKV_layout, mma_qk, mma_pv, s2g, Smem,
+        ).launch(grid=(n_tiles, 1, 1), block=[self.threads, 1, 1], stream=stream, min_blocks_per_mp=1)  # fmt: skip
+        combine = fmha_decode._SplitKV(dt, d, self.has_left, self.has_right, self.has_sink)
+        combine.combine_kernel(mPartO, mPartLSE, mO, mLSE, mSink).launch(
+            grid=(cute.ceil_div(rows, fmha_decode.COMBINE_WARPS) * bh, 1, 1), block=[fmha_decode.COMBINE_WARPS * 32, 1, 1], stream=stream
+        )
+
+
 # --- compile (no GPU needed) ------------------------------------------------------
 class Config(NamedTuple):
     """The compile-time shape of the kernel: tile, ring depth, scheduling."""
@@ -799,6 +974,79 @@ def _compile(dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sin
         make_ptr(F32, 16, gmem, assumed_align=4),
         *nvfp4.output_pointers(16, 16, 16),
         I32(1), I32(1), I32(1), I32(1), I32(1),
+        F32(1.0), I32(0), I32(0),
+        cuda.CUstream(0),
+    )  # fmt: skip
+    with lowering.prelowering(lowering.auto_pipeline(arch)):
+        return cute.compile(kernel, *args, options=f"--gpu-arch {arch} {options}".strip())
+
+
+# packed split-KV: (query rows per CTA, keys per K/V tile) by head dim; one CTA per tile
+SPLIT_TILES = {64: (128, 128), 128: (128, 128)}
+# choose_splits: taken for more than fmha_decode.KEY_WARPS_ROWS and at most SPLIT_MAX_ROWS
+# packed rows (G * Sq) and at least SPLIT_MIN_KEYS visible keys; the splits fill one wave of
+# SPLIT_CTAS_PER_SM CTAs an SM, each split keeping at least SPLIT_MIN_BLOCKS key blocks
+SPLIT_MAX_ROWS = 1024
+SPLIT_MIN_KEYS = 1024
+SPLIT_CTAS_PER_SM = 1
+SPLIT_MIN_BLOCKS = 4
+SPLIT_MAX = 128
+
+
+def choose_splits(b: int, sq: int, sk: int, hq: int, hkv: int, left: int, right: int, sms: int, forced: bool = False) -> int:
+    """Key ranges per tile for the packed split-KV kernel (>= 1), or 0 where it should not be taken.
+
+    Plain integer arithmetic (called once per call shape). `forced`: asked for by name, so
+    any shape whose G packs gets a split count.
+    """
+    group = hq // hkv
+    if not packed_groups(group):
+        return 0
+    rows = group * sq
+    keys = sk if left < 0 else min(sk, left + sq + (right if right > 0 else 0))
+    if not forced and not (16 < rows <= SPLIT_MAX_ROWS and keys >= SPLIT_MIN_KEYS):
+        return 0
+    block_m, block_n = SPLIT_TILES[128]
+    tiles = -(-rows // block_m) * b * hkv
+    return max(1, min(sms * SPLIT_CTAS_PER_SM // tiles, -(-keys // block_n) // SPLIT_MIN_BLOCKS, SPLIT_MAX))
+
+
+def packed_groups(group: int) -> bool:
+    """Whether G = Hq / Hkv can be packed: a divisor of BLOCK_M (the TMA box of Q is (G, BLOCK_M / G))."""
+    return group > 1 and 128 % group == 0
+
+
+def compile_packed_split(
+    dtype: str, head_dim: int, group: int, has_left: bool, has_right: bool, has_sink: bool, arch: str = "sm_90a", options: str = ""
+):
+    """The compiled packed split-KV host function (_PackedSplitSm90) for one configuration (no GPU needed)."""
+    if arch not in ARCHS:
+        raise ValueError(f"the wgmma path targets {ARCHS}, not {arch!r}")
+    if not packed_groups(group):
+        raise ValueError(f"packed split-KV takes Hq / Hkv in 2, 4, ..., 128, not {group}")
+    block_m, block_n = SPLIT_TILES[head_dim]
+    config = Config(block_m, block_n, STAGES, INTRA_WG_OVERLAP, False, 2**31 - 1, 0, ORDER)
+    return _compile_packed_split(dtype, head_dim, group, has_left, has_right, has_sink, arch, options, config)
+
+
+@functools.cache
+def _compile_packed_split(
+    dtype: str, head_dim: int, group: int, has_left: bool, has_right: bool, has_sink: bool, arch: str, options: str, config: Config
+):
+    dt = DTYPES[dtype]
+    kernel = _PackedSplitSm90(dt, head_dim, has_left, has_right, has_sink, False, config, group)
+    gmem = cute.AddressSpace.gmem
+    args = (
+        make_ptr(dt, 16, gmem, assumed_align=16),
+        make_ptr(dt, 16, gmem, assumed_align=16),
+        make_ptr(dt, 16, gmem, assumed_align=16),
+        make_ptr(dt, 16, gmem, assumed_align=16),
+        make_ptr(F32, 16, gmem, assumed_align=4),
+        make_ptr(F32, 16, gmem, assumed_align=4),
+        make_ptr(F32, 16, gmem, assumed_align=16),
+        make_ptr(F32, 16, gmem, assumed_align=4),
+        make_ptr(I32, 16, gmem, assumed_align=4),
+        I32(1), I32(1), I32(1), I32(1), I32(1), I32(1),
         F32(1.0), I32(0), I32(0),
         cuda.CUstream(0),
     )  # fmt: skip

@@ -38,7 +38,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from kernels import fmha, fmha_decode, nvfp4
+from kernels import fmha, fmha_decode, fmha_sm90, nvfp4
 from kernels.torch_device import arch_of
 
 _F32 = torch.float32
@@ -307,73 +307,110 @@ def _attention_launch(q, has_sink, left, right, path, exp2_on_fma, exp2_impl, nv
     )  # fmt: skip
 
 
-def _decode_launch(q, has_sink, left, right, exp2_on_fma, exp2_impl, key_warps):
-    """The launcher of the decode path (split + combine, one TVM-FFI call) for one shape class."""
+def _decode_launch(q, hkv, has_sink, left, right, exp2_on_fma, exp2_impl, kernel):
+    """The launcher of a split-KV path (split + combine, one TVM-FFI call) for one shape class.
+
+    kernel: "key_warps" or "split" (fmha_decode's, mma.sync), "wgmma" (fmha_sm90's packed split-KV).
+    """
     device = q.get_device()
-    key = ("attention_decode", q.dtype, q.shape[3], device, left >= 0, right >= 0, has_sink, key_warps)
+    group = q.shape[2] // hkv if kernel == "wgmma" else 0  # (a compile-time constant of the wgmma kernel)
+    key = ("attention_decode", q.dtype, q.shape[3], device, left >= 0, right >= 0, has_sink, kernel, group)
     entry = _LAUNCHERS.get(key)
     if entry is not None:
         return entry[0]
     arch = _arch(device)
-    fmha.check_attention_options("decode", exp2_on_fma, exp2_impl, arch)
-    return _launcher(
-        key,
-        lambda: fmha_decode.compile_decode(
+    path = "decode_wgmma" if kernel == "wgmma" else "decode"
+    fmha.check_attention_options(path, exp2_on_fma, exp2_impl, arch)
+    if kernel == "wgmma":
+        build = lambda: fmha_sm90.compile_packed_split(
+            ATTENTION_DTYPES[q.dtype], q.shape[3], group, left >= 0, right >= 0, has_sink, arch, nvfp4.TVM_FFI_OPTION
+        )  # fmt: skip
+    else:
+        build = lambda: fmha_decode.compile_decode(
             ATTENTION_DTYPES[q.dtype], q.shape[3], left >= 0, right >= 0, has_sink, arch, options=nvfp4.TVM_FFI_OPTION,
-            key_warps=key_warps,
-        ),
-    )  # fmt: skip
+            key_warps=kernel == "key_warps",
+        )  # fmt: skip
+    return _launcher(key, build)
 
 
-# the decode path's per-tile arrival counters (its <= 16-row kernel: the last CTA of a tile
-# combines it), zero between calls: each call leaves them zero. One buffer per (device,
-# stream): launches on one stream run in order, on two streams they get two buffers. While
-# a CUDA graph is captured, each call gets its own buffer zeroed inside the graph (a graph
-# may be replayed on any stream, alongside anything). torch says whether the CURRENT
-# device's stream is capturing; for a tensor on another device that answer is not about
-# the launch stream, so those calls take fresh zeroed counters too (correct either way).
-_COUNTERS: dict = {}
+# The split-KV paths' scratch, 4-byte words: the per-tile arrival counters of its <= 16-row
+# kernel (the last CTA of a tile combines it; zero between calls: each call leaves them
+# zero), then the splits' f32 partials (written before they are read within a call). One
+# buffer per (device, stream), kept: launches on one stream run in order, on two streams
+# they get two buffers; a call then allocates only what it returns. While a CUDA graph is
+# captured each call gets its own buffer, counters zeroed inside the graph (a graph may be
+# replayed on any stream, alongside anything). torch says whether the CURRENT device's
+# stream is capturing; for a tensor on another device that answer is not about the launch
+# stream, so those calls take a fresh buffer too (correct either way), and so do calls whose
+# partials pass _SCRATCH_MAX_WORDS (a long prefill-sized split is not kept alive).
+_SCRATCH: dict = {}  # (device, stream) -> (address, counter words, partial words, the buffer kept alive)
+_SCRATCH_MAX_WORDS = 16 << 20  # 64 MiB
+_COUNTER_WORDS = 4096  # the counters' region: a multiple of 4 keeps the partials 16-byte aligned
 
 
-def _decode_counters(device: int, stream: int, n: int) -> int:
-    if device != torch._C._cuda_getDevice() or torch._C._cuda_isCurrentStreamCapturing():
-        counters = torch.zeros(n, dtype=torch.int32, device=torch.device("cuda", device))
-        return counters.data_ptr()  # freed after the launch is recorded: the graph's pool keeps its memory in stream order
-    counters = _COUNTERS.get((device, stream))
-    if counters is None or counters.numel() < n:
-        counters = _COUNTERS[(device, stream)] = torch.zeros(max(n, 4096), dtype=torch.int32, device=torch.device("cuda", device))
-    return counters.data_ptr()
+def _fresh_scratch(device: int, counters: int, partials: int):
+    buffer = torch.empty(counters + partials, dtype=_F32, device=torch.device("cuda", device))
+    if counters:
+        buffer[:counters].zero_()  # (the same bits as int32 zeros)
+    return buffer
 
 
-# per call shape (and options): (launcher, splits, key_warps), or False where the decode path
-# is not taken; a plain dict lookup on the launch path. Cleared when it grows past
+def _decode_scratch(device: int, stream: int, counters: int, partials: int) -> tuple[int, int]:
+    """Addresses of `counters` zero int32 words and (16-byte aligned) room for `partials` f32 words."""
+    counters = -(-counters // 4) * 4
+    if device != torch._C._cuda_getDevice() or torch._C._cuda_isCurrentStreamCapturing() or partials > _SCRATCH_MAX_WORDS:
+        base = _fresh_scratch(device, counters, partials).data_ptr()  # freed after the launch is recorded: the allocator (or the graph's pool) reuses it in stream order
+        return base, base + 4 * counters
+    entry = _SCRATCH.get((device, stream))
+    if entry is None or entry[1] < counters or entry[2] < partials:
+        words = max(counters, _COUNTER_WORDS, entry[1] if entry else 0)
+        room = max(partials, entry[2] if entry else 0)
+        buffer = _fresh_scratch(device, words, room)
+        entry = _SCRATCH[(device, stream)] = (buffer.data_ptr(), words, room, buffer)
+    return entry[0], entry[0] + 4 * entry[1]
+
+
+# per call shape (and options): (launcher, splits, uses counters), or False where no split-KV
+# path is taken; a plain dict lookup on the launch path. Cleared when it grows past
 # _DECODE_PLANS_MAX (a decode loop makes one entry per key length).
 _DECODE_PLANS: dict = {}
 _DECODE_PLANS_MAX = 4096
 
 
 def _decode_plan(plan_key, q, b, sq, sk, hq, hkv, has_sink, left, right, path, exp2_on_fma, exp2_impl):
-    splits = _decode_splits(q, b, sq, sk, hq, hkv, left, right, path, exp2_on_fma)
+    kernel, splits = _decode_choice(q, b, sq, sk, hq, hkv, left, right, path, exp2_on_fma)
     plan = False
     if splits:
-        key_warps = sq * (hq // hkv) <= fmha_decode.KEY_WARPS_ROWS
-        plan = (_decode_launch(q, has_sink, left, right, exp2_on_fma, exp2_impl, key_warps), splits, key_warps)
+        plan = (_decode_launch(q, hkv, has_sink, left, right, exp2_on_fma, exp2_impl, kernel), splits, kernel == "key_warps")
     if len(_DECODE_PLANS) >= _DECODE_PLANS_MAX:
         _DECODE_PLANS.clear()
     _DECODE_PLANS[plan_key] = plan
     return plan
 
 
-def _decode_splits(q, b, sq, sk, hq, hkv, left, right, path, exp2_on_fma) -> int:
-    """The decode path's split count for this call, 0 where it is not taken (path "auto": by shape)."""
-    if path == "decode":
-        return fmha_decode.choose_splits(b, sq, sk, hq, hkv, left, right, _sm_count(q.get_device()), forced=True)
-    if path != "auto" or (fmha.EXP2_FMA_FRACTION if exp2_on_fma is None else exp2_on_fma):
-        return 0  # a path asked for by name, or the FMA exp2 (mma_sync only)
+def _decode_choice(q, b, sq, sk, hq, hkv, left, right, path, exp2_on_fma) -> tuple[str, int]:
+    """(kernel, split count) of the split-KV path for this call; split count 0 where none is
+    taken. path "auto": by shape (fmha_decode's for <= KEY_WARPS_ROWS packed rows, fmha_sm90's
+    packed split-KV where it says so on sm_90a, else fmha_decode's where it says so)."""
     device = q.get_device()
-    if _arch(device) not in fmha_decode.ARCHS:
-        return 0
-    return fmha_decode.choose_splits(b, sq, sk, hq, hkv, left, right, _sm_count(device))
+    sms = _sm_count(device)
+    mma_sync = "key_warps" if sq * (hq // hkv) <= fmha_decode.KEY_WARPS_ROWS else "split"
+    if path == "decode":
+        return mma_sync, fmha_decode.choose_splits(b, sq, sk, hq, hkv, left, right, sms, forced=True)
+    if path == "decode_wgmma":
+        if not fmha_sm90.packed_groups(hq // hkv):
+            raise ValueError(f"path 'decode_wgmma' packs the Hq / Hkv q heads of a kv head into a tile: it takes Hq / Hkv in 2, 4, ..., 128, not {hq // hkv}")
+        return "wgmma", fmha_sm90.choose_splits(b, sq, sk, hq, hkv, left, right, sms, forced=True)
+    if path != "auto" or (fmha.EXP2_FMA_FRACTION if exp2_on_fma is None else exp2_on_fma):
+        return mma_sync, 0  # another path asked for by name, or the FMA exp2 (mma_sync only)
+    arch = _arch(device)
+    if arch in fmha_sm90.ARCHS and mma_sync != "key_warps":
+        splits = fmha_sm90.choose_splits(b, sq, sk, hq, hkv, left, right, sms)
+        if splits:
+            return "wgmma", splits
+    if arch not in fmha_decode.ARCHS:
+        return mma_sync, 0
+    return mma_sync, fmha_decode.choose_splits(b, sq, sk, hq, hkv, left, right, sms)
 
 
 def _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma, exp2_impl, global_scale):
@@ -381,23 +418,22 @@ def _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma,
         fmha.check_attention_input(q, k, v, sink, softmax_scale, global_scale)
     b, sq, hq, d = q.shape
     _, sk, hkv, _ = k.shape
-    if global_scale is None and path != "mma_sync" and path != "wgmma":  # NVFP4 output: the other paths
+    if global_scale is None and path != "mma_sync" and path != "wgmma":  # split-KV paths; NVFP4 output: the others
         device = q.get_device()
         plan_key = (q.dtype, d, device, b, sq, sk, hq, hkv, left, right, sink is None, path, exp2_on_fma, exp2_impl)
         plan = _DECODE_PLANS.get(plan_key)
         if plan is None:
             plan = _decode_plan(plan_key, q, b, sq, sk, hq, hkv, sink is not None, left, right, path, exp2_on_fma, exp2_impl)
         if plan:
-            launch, splits, key_warps = plan
+            launch, splits, counted = plan
             out = torch.empty_like(q)
             lse = q.new_empty((b, hq, sq), dtype=_F32)
             if q.numel():
                 stream = _stream(device)
-                # the splits' O then their LSE, f32, every element the combine reads written by the split kernel
-                partials = q.new_empty((splits * b * hq * sq * (d + 1),), dtype=_F32)
-                part_ptr = partials.data_ptr()
+                # counters: one per 16-row tile, i.e. per (batch, kv head), for the key_warps kernel;
+                # partials: the splits' O then their LSE, every element the combine reads written by the split kernel
+                counters, part_ptr = _decode_scratch(device, stream, b * hkv if counted else 0, splits * b * hq * sq * (d + 1))
                 lse_ptr = lse.data_ptr()
-                counters = _decode_counters(device, stream, b * hkv) if key_warps else lse_ptr  # (one 16-row tile per (batch, kv head))
                 launch(
                     q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), lse_ptr,
                     lse_ptr if sink is None else sink.data_ptr(), part_ptr, part_ptr + 4 * splits * b * hq * sq * d, counters,

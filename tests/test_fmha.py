@@ -251,6 +251,9 @@ def _check(torch, dtype, b, sq, sk, hq, hkv, d, causal=False, window=(-1, -1), w
     # poison: the kernel's outputs start as NaN, so any element it fails to write shows
     # (the API allocates out with torch.empty_like and the LSE with torch.empty)
     real_empty, real_empty_like = torch.empty, torch.empty_like
+    from kernels import ops
+
+    ops._SCRATCH.clear()  # the split-KV paths' partials then come from a fresh, poisoned buffer too
     try:
         torch.empty = lambda *a, **kw: real_empty(*a, **kw).fill_(math.nan)
         torch.empty_like = lambda *a, **kw: real_empty_like(*a, **kw).fill_(math.nan)

@@ -178,3 +178,38 @@ def test_gpu_auto_takes_decode_and_repeats():
     with pytest.raises(ValueError, match="no NVFP4 output"):
         fmha.attention(q, k, v, out_format="nvfp4", global_scale=gs, path="decode")
     assert math.isfinite(float(gs))
+
+
+@pytest.mark.gpu
+def test_gpu_decode_scratch_kept_per_stream(monkeypatch):
+    """ops keeps one decode scratch (counters + split partials) per (device, stream): a call that
+    grows it, calls of other shapes after it and a call on a second stream give the same bits as
+    calls that each take a fresh buffer, and every call leaves the counters zero."""
+    torch = _gpu()
+    from kernels import fmha, ops
+
+    g = torch.Generator(device="cuda").manual_seed(11)
+
+    def inputs(b, sq, sk, hq, hkv):
+        q = torch.randn(b, sq, hq, 128, device="cuda", generator=g).to(torch.bfloat16)
+        k, v = (torch.randn(b, sk, hkv, 128, device="cuda", generator=g).to(torch.bfloat16) for _ in range(2))
+        return q, k, v
+
+    one_launch = inputs(1, 1, 4096, 32, 4)  # 8 packed rows: the kernel with counters
+    split_combine = inputs(2, 16, 20000, 32, 4)  # 128 packed rows: split + combine kernels, more partials
+    cases = [one_launch, split_combine, one_launch]
+    monkeypatch.setattr(ops, "_SCRATCH_MAX_WORDS", -1)  # every call a fresh buffer
+    fresh = [fmha.attention(*c, causal=True, path="decode") for c in cases]
+    monkeypatch.setattr(ops, "_SCRATCH_MAX_WORDS", 16 << 20)
+    ops._SCRATCH.clear()
+    kept = [fmha.attention(*c, causal=True, path="decode") for c in cases]
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        kept.append(fmha.attention(*one_launch, causal=True, path="decode"))
+    torch.cuda.synchronize()
+    assert len(ops._SCRATCH) == 2, "one scratch per stream"
+    for i, (want, got) in enumerate(zip(fresh + fresh[:1], kept)):
+        assert torch.equal(want, got), f"call {i}: the kept scratch changed the result"
+    for address, words, _, buffer in ops._SCRATCH.values():
+        assert buffer.data_ptr() == address and not buffer[:words].any(), "counters not left zero"

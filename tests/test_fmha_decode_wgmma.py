@@ -1,0 +1,169 @@
+"""The decode_wgmma path: fmha_sm90's packed split-KV kernel (wgmma, GQA-packed rows) + fmha_decode's combine."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def _sm90():
+    pytest.importorskip("cutlass")
+    from kernels import fmha_sm90
+
+    return fmha_sm90
+
+
+# --- CPU: what it compiles to, what it refuses, its split counts --------------------------------------
+FEATURES = [  # (head dim, causal, window, sink, G)
+    (128, False, (-1, -1), False, 8),
+    (128, True, (-1, -1), True, 4),
+    (64, False, (100, 37), False, 2),
+    (64, True, (70, -1), True, 16),
+]
+
+
+@pytest.mark.parametrize("i", range(len(FEATURES)))
+def test_compiles_packed_split(i, tmp_path, monkeypatch):
+    """sm_90a: a split kernel of wgmmas whose Q arrives by one 5-D TMA box ((G, Sq), D, Hkv, B), and the combine kernel."""
+    _sm90()
+    from kernels import fmha
+
+    d, causal, window, sink, group = FEATURES[i]
+    monkeypatch.chdir(tmp_path)  # --keep-ptx writes the PTX to the working directory
+    fn = fmha.compile_attention("bfloat16", d, causal, window, sink, "sm_90a", path="decode_wgmma", group=group, options="--keep-ptx")
+    ptx = fn.__ptx__
+    entries = [line for line in ptx.splitlines() if line.startswith(".visible .entry")]
+    assert len(entries) == 2 and "PackedSplitSm90" in entries[0] and "combine_kernel" in entries[1], entries
+    assert "wgmma.mma_async" in ptx
+    assert "cp.async.bulk.tensor.5d" in ptx, "Q is not loaded as one packed TMA box"
+    assert "st.local" not in ptx and "ld.local" not in ptx
+
+
+def test_refusals():
+    _sm90()
+    from kernels import fmha
+
+    for arch in ("sm_100a", "sm_80", "sm_90"):
+        with pytest.raises(ValueError, match="decode_wgmma path needs"):
+            fmha.compile_attention(arch=arch, path="decode_wgmma", group=8)
+    with pytest.raises(ValueError, match="needs group="):
+        fmha.compile_attention(arch="sm_90a", path="decode_wgmma")
+    for group in (1, 3, 6, 256):
+        with pytest.raises(ValueError, match="Hq / Hkv in 2, 4"):
+            fmha.compile_attention(arch="sm_90a", path="decode_wgmma", group=group)
+    with pytest.raises(ValueError, match="no NVFP4 output"):
+        fmha.compile_attention(arch="sm_90a", path="decode_wgmma", group=8, out_format="nvfp4")
+
+
+def test_choose_splits_rules():
+    m = _sm90()
+    sms = 132
+    # <= 16 packed rows: the decode path's one-launch kernel, not this one
+    assert m.choose_splits(8, 1, 4096, 32, 4, -1, -1, sms) == 0
+    assert m.choose_splits(8, 1, 4096, 32, 4, -1, -1, sms, forced=True) >= 1
+    # G that does not divide a tile, or no GQA: never
+    assert m.choose_splits(2, 64, 8192, 24, 4, -1, -1, sms, forced=True) == 0
+    assert m.choose_splits(2, 64, 8192, 32, 32, -1, -1, sms, forced=True) == 0
+    # too few keys (a window counts only what a query can see), too many rows
+    assert m.choose_splits(2, 64, 512, 32, 4, -1, -1, sms) == 0
+    assert m.choose_splits(2, 64, 65536, 32, 4, 300, 0, sms) == 0
+    assert m.choose_splits(2, 256, 8192, 32, 4, -1, -1, sms) == 0
+    # splits fill one wave: 2 x 4 (batch, kv head) x 1 tile of 128 rows -> 132 // 8 = 16
+    assert m.choose_splits(2, 16, 32768, 32, 4, -1, -1, sms) == 16
+    # 1024 rows -> 8 tiles x 8 = 64 tiles: 2 splits; 4 x 4 x 4 = 64 tiles: 2
+    assert m.choose_splits(2, 128, 32768, 32, 4, -1, -1, sms) == 2
+    assert m.choose_splits(4, 64, 8192, 32, 4, -1, -1, sms) == 2
+    # each split keeps SPLIT_MIN_BLOCKS key blocks: 1024 keys = 8 blocks -> at most 2 splits
+    assert m.choose_splits(1, 16, 1024, 32, 4, -1, -1, sms) == 2
+    # more tiles than SMs: one split
+    assert m.choose_splits(16, 128, 4096, 32, 4, -1, -1, sms) == 1
+
+
+# --- GPU: against the float64 reference ----------------------------------------------------------------
+def _gpu():
+    from test_fmha import _cuda
+
+    return _cuda()
+
+
+def _check(torch, *args, **kw):
+    from test_fmha import _check as check
+
+    return check(torch, *args, **kw)
+
+
+SHAPES = [
+    # (B, Sq, Sk, Hq, Hkv): packed rows 17..1024, ragged Sq and Sk, G = 2 .. 16
+    (2, 16, 4096 + 5, 32, 4),
+    (1, 64, 8192 - 3, 32, 4),
+    (2, 128, 4096, 32, 4),
+    (1, 3, 5000, 32, 2),
+    (1, 100, 3000, 16, 8),
+    (2, 37, 2048, 16, 1),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("causal", [False, True])
+def test_gpu_decode_wgmma_shapes(shape, causal):
+    torch = _gpu()
+    b, sq, sk, hq, hkv = shape
+    _check(torch, torch.bfloat16, b, sq, sk, hq, hkv, 128, causal, (-1, -1), False, path="decode_wgmma")
+    _check(torch, torch.float16, b, sq, sk, hq, hkv, 64, causal, (300, -1) if causal else (-1, 40), True, scale=0.3, path="decode_wgmma")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d", [64, 128])
+def test_gpu_decode_wgmma_edges(d):
+    torch = _gpu()
+    # Sq > Sk, causal: the first rows see nothing (0, LSE -inf; with a sink LSE = sink)
+    _check(torch, torch.bfloat16, 1, 16, 8, 16, 2, d, True, (-1, -1), False, path="decode_wgmma")
+    _check(torch, torch.bfloat16, 1, 16, 8, 16, 2, d, True, (-1, -1), True, path="decode_wgmma")
+    # no keys at all
+    _check(torch, torch.bfloat16, 2, 3, 0, 8, 2, d, False, (-1, -1), True, path="decode_wgmma")
+    # a narrow window far from the end: most splits of a tile are empty
+    _check(torch, torch.bfloat16, 1, 16, 8192, 32, 4, d, False, (100, -600), False, path="decode_wgmma")
+    # large logits
+    _check(torch, torch.float16, 1, 4, 4096, 8, 1, d, False, (-1, -1), True, scale=2.0, path="decode_wgmma")
+    # one query (8 packed rows: the rest of the tile is past Sq)
+    _check(torch, torch.bfloat16, 2, 1, 4096, 32, 4, d, True, (-1, -1), False, path="decode_wgmma")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("splits", [1, 3, 7, 200])
+def test_gpu_decode_wgmma_split_counts(splits, monkeypatch):
+    """Any split count gives the same function: 1, uneven, more splits than key blocks."""
+    torch = _gpu()
+    from kernels import fmha_sm90, ops
+
+    monkeypatch.setattr(fmha_sm90, "choose_splits", lambda *a, **kw: splits)
+    monkeypatch.setattr(ops, "_DECODE_PLANS", {})  # (a split count is looked up once per call shape)
+    _check(torch, torch.bfloat16, 2, 3, 1000, 16, 2, 128, True, (-1, -1), True, path="decode_wgmma")
+    _check(torch, torch.float16, 1, 32, 6000, 8, 4, 64, False, (2000, -1), False, path="decode_wgmma")
+
+
+@pytest.mark.gpu
+def test_gpu_auto_takes_decode_wgmma_and_repeats():
+    """path="auto" takes the packed split-KV kernel for a short-query GQA shape on sm_90a, deterministically."""
+    torch = _gpu()
+    from kernels import fmha, ops
+    from kernels.torch_device import arch_of
+
+    if arch_of(torch.device("cuda")) != "sm_90a":
+        pytest.skip("the decode_wgmma path is sm_90a's")
+    ops.clear_launch_cache()
+    err = _check(torch, torch.bfloat16, 2, 64, 8192, 32, 4, 128, True)
+    assert any(key[0] == "attention_decode" and key[7] == "wgmma" for key in ops._LAUNCHERS), "auto did not take decode_wgmma"
+    assert err <= 1e-2
+    g = torch.Generator(device="cuda").manual_seed(3)
+    q = torch.randn(2, 128, 32, 128, device="cuda", generator=g).to(torch.bfloat16)
+    k, v = (torch.randn(2, 20000, 4, 128, device="cuda", generator=g).to(torch.bfloat16) for _ in range(2))
+    first = fmha.attention(q, k, v, causal=True)
+    assert torch.equal(first, fmha.attention(q, k, v, causal=True)), "a moving result is a race"
+    with pytest.raises(ValueError, match="Hq / Hkv in 2, 4"):
+        fmha.attention(q[:, :, :24].contiguous(), k, v, path="decode_wgmma")
