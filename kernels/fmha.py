@@ -44,8 +44,9 @@ queries over long keys; "decode_wgmma" is the same idea on wgmma (`fmha_sm90`'s 
 split-KV kernel, then fmha_decode's combine; sm_90a, Hq / Hkv in 2, 4, ..., 128). "auto"
 (the default) takes a split-KV path per call shape (`kernels.ops`; not for NVFP4 output):
 decode for at most 16 packed rows Hq/Hkv * Sq, decode_wgmma on sm_90a where
-`fmha_sm90.choose_splits` says so (17 to 1024 packed rows, 1024 keys or more), else decode
-where `fmha_decode.choose_splits` does (at most 256 packed rows); otherwise wgmma on sm_90a
+`fmha_sm90.choose_splits` says so (more packed rows, 1024 keys or more, and a plain grid
+short of a wave or query tiles a quarter empty), else decode where
+`fmha_decode.choose_splits` does (at most 256 packed rows); otherwise wgmma on sm_90a
 and mma_sync elsewhere (sm_80, sm_100a), and mma_sync whenever `exp2_on_fma` asks for the
 FMA exp2, which only that path has.
 """

@@ -983,11 +983,17 @@ def _compile(dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sin
 
 # packed split-KV: (query rows per CTA, keys per K/V tile) by head dim; one CTA per tile
 SPLIT_TILES = {64: (128, 128), 128: (128, 128)}
-# choose_splits: taken for more than fmha_decode.KEY_WARPS_ROWS and at most SPLIT_MAX_ROWS
-# packed rows (G * Sq) and at least SPLIT_MIN_KEYS visible keys; the splits fill one wave of
-# SPLIT_CTAS_PER_SM CTAs an SM, each split keeping at least SPLIT_MIN_BLOCKS key blocks
-SPLIT_MAX_ROWS = 1024
+# choose_splits: taken for more than 16 packed rows (G * Sq; fewer: fmha_decode's one-launch
+# kernel is faster) and at least SPLIT_MIN_KEYS visible keys, where it splits (the plain
+# wgmma grid would not fill the SMs) or where the plain kernel's 128-row query tiles would be
+# at least SPLIT_MIN_WASTE empty (Sq = 16: 7/8, Sq = 64: 1/2). The splits fill one wave of
+# SPLIT_CTAS_PER_SM CTAs an SM, each keeping at least SPLIT_MIN_BLOCKS key blocks. H200,
+# bench/fmha_decode_sweep.py (bench/h200/fmha_split/run1): 1.2-1.7x the plain wgmma kernel
+# where it splits or packs Sq <= 64 (e.g. 2x32x128x32768 GQA 8:1: 0.209 against 0.361 ms);
+# one split at Sq = 128 (8x32x128x4096) is slower than the plain kernel (0.127 against 0.108 ms:
+# the partials and the combine cost more than the K/V reads that packing saves).
 SPLIT_MIN_KEYS = 1024
+SPLIT_MIN_WASTE = 0.25
 SPLIT_CTAS_PER_SM = 1
 SPLIT_MIN_BLOCKS = 4
 SPLIT_MAX = 128
@@ -1004,11 +1010,15 @@ def choose_splits(b: int, sq: int, sk: int, hq: int, hkv: int, left: int, right:
         return 0
     rows = group * sq
     keys = sk if left < 0 else min(sk, left + sq + (right if right > 0 else 0))
-    if not forced and not (16 < rows <= SPLIT_MAX_ROWS and keys >= SPLIT_MIN_KEYS):
-        return 0
     block_m, block_n = SPLIT_TILES[128]
     tiles = -(-rows // block_m) * b * hkv
-    return max(1, min(sms * SPLIT_CTAS_PER_SM // tiles, -(-keys // block_n) // SPLIT_MIN_BLOCKS, SPLIT_MAX))
+    splits = max(1, min(sms * SPLIT_CTAS_PER_SM // tiles, -(-keys // block_n) // SPLIT_MIN_BLOCKS, SPLIT_MAX))
+    if forced:
+        return splits
+    waste = 1 - sq / (-(-sq // block_m) * block_m)  # of the plain kernel's query tiles
+    if rows <= 16 or keys < SPLIT_MIN_KEYS or (splits < 2 and waste < SPLIT_MIN_WASTE):
+        return 0
+    return splits
 
 
 def packed_groups(group: int) -> bool:

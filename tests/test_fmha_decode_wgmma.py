@@ -68,10 +68,15 @@ def test_choose_splits_rules():
     # G that does not divide a tile, or no GQA: never
     assert m.choose_splits(2, 64, 8192, 24, 4, -1, -1, sms, forced=True) == 0
     assert m.choose_splits(2, 64, 8192, 32, 32, -1, -1, sms, forced=True) == 0
-    # too few keys (a window counts only what a query can see), too many rows
+    # too few keys (a window counts only what a query can see)
     assert m.choose_splits(2, 64, 512, 32, 4, -1, -1, sms) == 0
     assert m.choose_splits(2, 64, 65536, 32, 4, 300, 0, sms) == 0
-    assert m.choose_splits(2, 256, 8192, 32, 4, -1, -1, sms) == 0
+    # one split and full 128-row query tiles: the plain kernel; half-empty tiles: packed
+    assert m.choose_splits(8, 128, 4096, 32, 4, -1, -1, sms) == 0
+    assert m.choose_splits(1, 4096, 4096, 32, 4, -1, -1, sms) == 0
+    assert m.choose_splits(16, 64, 8192, 32, 4, -1, -1, sms) == 1
+    # a long query that the plain grid leaves short of a wave: 16 tiles x 4 -> 2 splits
+    assert m.choose_splits(1, 256, 16384, 32, 4, -1, -1, sms) == 2
     # splits fill one wave: 2 x 4 (batch, kv head) x 1 tile of 128 rows -> 132 // 8 = 16
     assert m.choose_splits(2, 16, 32768, 32, 4, -1, -1, sms) == 16
     # 1024 rows -> 8 tiles x 8 = 64 tiles: 2 splits; 4 x 4 x 4 = 64 tiles: 2
@@ -79,8 +84,9 @@ def test_choose_splits_rules():
     assert m.choose_splits(4, 64, 8192, 32, 4, -1, -1, sms) == 2
     # each split keeps SPLIT_MIN_BLOCKS key blocks: 1024 keys = 8 blocks -> at most 2 splits
     assert m.choose_splits(1, 16, 1024, 32, 4, -1, -1, sms) == 2
-    # more tiles than SMs: one split
-    assert m.choose_splits(16, 128, 4096, 32, 4, -1, -1, sms) == 1
+    # more tiles than SMs: one split (forced) or the plain kernel
+    assert m.choose_splits(16, 128, 4096, 32, 4, -1, -1, sms, forced=True) == 1
+    assert m.choose_splits(16, 128, 4096, 32, 4, -1, -1, sms) == 0
 
 
 # --- GPU: against the float64 reference ----------------------------------------------------------------
