@@ -5,7 +5,7 @@
 For each shape: our wgmma path, the decode path (fmha_decode, mma.sync) and the
 decode_wgmma path (fmha_sm90's packed split-KV) each with the split count its module's
 `choose_splits` gives and with half and twice that, and path "auto" (which kernel it takes
-is in the row), same timer as bench/fmha_peers.py (triton do_bench median, L2 flushed).
+is in the row), same timer as bench/fmha_peers.py (cuda_timing.gpu_ms: L2 flushed, host cost hidden).
 Each split-KV output is checked against the wgmma output first (relative error <= 1e-2).
 Writes DIR/fmha_decode_sweep.json and prints a table; what the choose_splits constants
 (fmha_decode: MIN_KEYS, MAX_PACKED_ROWS, CTAS_PER_SM; fmha_sm90: SPLIT_*) are measured on.

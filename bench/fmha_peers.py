@@ -3,8 +3,10 @@
     python bench/fmha_peers.py --out DIR [--results bench/results.json] [--variants NAME,...] [--skip-peers]
                                [--steps issue,decode,nvfp4,accuracy,decode_accuracy]
 
-The timer is triton's `do_bench` (median; it flushes the L2 before every call), the same
-for every implementation, on the same inputs, in the same process:
+The timer is `bench/cuda_timing.gpu_ms` (median CUDA-event time per call, the L2 flushed
+before every call and the host's launch cost hidden behind a GPU spin, so a peer with a slow
+Python wrapper is not timed waiting for its own launch; host cost is bench/host_cost.py's),
+the same for every implementation, on the same inputs, in the same process:
   ours   `kernels.fmha.attention` (path "auto": the wgmma kernel on the H200)
   fa3    FlashAttention-3's Hopper forward (the `fa3-fwd` wheel: `fa3_fwd_interface.flash_attn_func`)
   fa4    FlashAttention-4 4.0.0b36 (`flash_attn.cute.flash_attn_func`, its sm90 path)
@@ -49,7 +51,7 @@ import tempfile
 import traceback
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 # (B, Hq, Hkv, Sq, Sk, D, causal, window, sink)
 ISSUE_CASES = [
@@ -212,9 +214,10 @@ def _first(out):
 
 
 def time_ms(fn) -> float:
-    import triton.testing
+    """Median GPU ms per call, cold L2, the host's cost hidden (bench/cuda_timing.gpu_ms)."""
+    from cuda_timing import gpu_ms
 
-    return float(triton.testing.do_bench(fn, warmup=10, rep=60, return_mode="median"))
+    return gpu_ms(fn)
 
 
 def peers_table(torch, cases, split: bool, rows: list, kind: str):
@@ -385,7 +388,7 @@ def results_entries(rows, gpu: str, date: str) -> dict:
                 "ours": r["ours"], "peer": r[best], "ratio": r["ratio"], "peer_name": best,
                 "fa3": r.get("fa3"), "fa4": r.get("fa4"), "cudnn": r.get("cudnn"),
                 "unit": "TFLOP/s over the unmasked area; peer = fastest of FA3, FA4, cuDNN in the same run; ratio = peer ms / ours ms",
-                "timer": "triton do_bench median, L2 flushed", "gpu": gpu, "date": date,
+                "timer": "cuda_timing.gpu_ms: median per-call CUDA-event time, L2 flushed, host cost hidden behind a GPU spin", "gpu": gpu, "date": date,
                 "ours_ms": round(r["ours_ms"], 4), "peer_ms": round(r[best + "_ms"], 4),
             }  # fmt: skip
         elif r["kind"] == "nvfp4":
