@@ -100,6 +100,14 @@ TURN_BARRIER = 5  # named barriers 5, 6 (, 7): PINGPONG's turns, one per consume
 # tile. True: always; False: one CTA per tile; or a dict {(head_dim, crosses a diagonal):
 # bool} like TILES.
 PERSISTENT = {(64, False): True, (64, True): True, (128, False): True, (128, True): False}
+# with a right limit and no left one (causal), the key loop as two loops: the blocks that cross
+# the diagonal or the key tail (the first visited), the element mask compiled in, then the
+# rest without it; False (and every other mask): one loop that decides per block at run time,
+# both softmax variants in its body. FA3 splits its loop too. Not for windows: with a third,
+# masked loop for the left edge (or one deciding at run time) D=128 spilled 192 bytes (ptxas
+# 13.0); without a diagonal only a tile's first block, outside the loop, crosses the key tail,
+# and a single unmasked loop spilled 176 bytes at D=64 192 x 128 against 12.
+MASK_LOOPS = True
 # the order in which persistent CTAs take tiles: "stride" (CTA c: c, c + ctas, ...) or "snake"
 # (every other round backwards: balances causal tiles; _FmhaSm90.scheduled)
 ORDER = "snake"
@@ -181,7 +189,7 @@ class _FmhaSm90:
         # > 0: packed split-KV (_PackedSplitSm90): a tile's rows are packed rows of one kv head's
         # `group` q heads, its key blocks one of num_splits shares, its O and LSE partials
         self.group = group
-        self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas, self.fma_cols, self.order = config
+        self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas, self.fma_cols, self.order, self.mask_loops = config
         self.persistent = self.max_ctas < 2**31 - 1
         self.consumer_wgs = self.block_m // 64
         self.threads = 128 * (1 + self.consumer_wgs)  # producer warpgroup + consumers
@@ -496,36 +504,20 @@ class _FmhaSm90:
             pipe_k.consumer_release(state)
             softmax(n_block_max - 1)  # O is still zero: its first rescale (by 0) changes nothing
             rP.store(acc_S.load().to(self.dtype))
-            for it in cutlass.range(1, n_blocks, unroll=1):
-                v_state = state.clone()  # V of the previous block
-                state.advance()
-                pipe_k.consumer_wait(state)
-                pipe_v.consumer_wait(v_state)
-                if cutlass.const_expr(self.overlap):
-                    # S(n) and O += P(n+1) V(n+1) in flight together; softmax(n) once S(n) is in.
-                    # O takes the correction of P(n+1)'s softmax while the S wgmma runs.
-                    self.mma_turn_wait(wg)
-                    _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
-                    _rescale(acc_O, corr)
-                    _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, v_state.index], False)
-                    self.mma_turn_done(wg)
-                    warpgroup.wait_group(1)
-                    pipe_k.consumer_release(state)
-                    softmax(n_block_max - 1 - it)
-                    warpgroup.wait_group(0)
-                    pipe_v.consumer_release(v_state)
-                else:
-                    self.mma_turn_wait(wg)
-                    _rescale(acc_O, corr)
-                    _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, v_state.index], False)
-                    _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
-                    self.mma_turn_done(wg)
-                    warpgroup.wait_group(1)
-                    pipe_v.consumer_release(v_state)
-                    warpgroup.wait_group(0)
-                    pipe_k.consumer_release(state)
-                    softmax(n_block_max - 1 - it)
-                rP.store(acc_S.load().to(self.dtype))
+            step = functools.partial(
+                self.key_block, pipe_k, pipe_v, mma_qk, mma_pv, tSrQ, tSrK, tOrVt, acc_O, acc_S, rP, tOrP, corr, softmax, wg, n_block_max
+            )  # fmt: skip
+            if cutlass.const_expr(self.mask_loops and self.has_right and not self.has_left):
+                # two loops, the element mask compiled into the first only: the blocks that
+                # cross the diagonal or the key tail (the first visited), then the rest
+                right_end = self.masked_iterations(m0, n_block_max, n_blocks, sk, offset, right)
+                for it in cutlass.range(1, right_end, unroll=1):
+                    state = step(it, state, True)
+                for it in cutlass.range(right_end, n_blocks, unroll=1):
+                    state = step(it, state, False)
+            else:
+                for it in cutlass.range(1, n_blocks, unroll=1):
+                    state = step(it, state, None)
             pipe_v.consumer_wait(state)
             self.mma_turn_wait(wg)
             _rescale(acc_O, corr)
@@ -560,6 +552,71 @@ class _FmhaSm90:
             reverse = ((start // ctas) % 2 == 1) & (start + ctas <= n_tiles)
             tile = cutlass.select_(reverse, start + ctas - 1 - first_tile, tile)
         return tile
+
+    @cute.jit
+    def key_block(
+        self,
+        pipe_k,
+        pipe_v,
+        mma_qk: cute.TiledMma,
+        mma_pv: cute.TiledMma,
+        tSrQ: cute.Tensor,
+        tSrK: cute.Tensor,
+        tOrVt: cute.Tensor,
+        acc_O: cute.Tensor,
+        acc_S: cute.Tensor,
+        rP: cute.Tensor,
+        tOrP: cute.Tensor,
+        corr: cute.Tensor,
+        softmax,
+        wg: I32,
+        n_block_max: I32,
+        it: I32,
+        state,
+        masked: cutlass.Constexpr,
+    ):
+        """Key block `it` (after the first) of a consumer's tile: S of this block and P V of the
+        previous one; returns the pipeline state advanced to this block."""
+        v_state = state.clone()  # V of the previous block
+        state.advance()
+        pipe_k.consumer_wait(state)
+        pipe_v.consumer_wait(v_state)
+        if cutlass.const_expr(self.overlap):
+            # S(n) and O += P(n+1) V(n+1) in flight together; softmax(n) once S(n) is in.
+            # O takes the correction of P(n+1)'s softmax while the S wgmma runs.
+            self.mma_turn_wait(wg)
+            _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
+            _rescale(acc_O, corr)
+            _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, v_state.index], False)
+            self.mma_turn_done(wg)
+            warpgroup.wait_group(1)
+            pipe_k.consumer_release(state)
+            softmax(n_block_max - 1 - it, masked)
+            warpgroup.wait_group(0)
+            pipe_v.consumer_release(v_state)
+        else:
+            self.mma_turn_wait(wg)
+            _rescale(acc_O, corr)
+            _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, v_state.index], False)
+            _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
+            self.mma_turn_done(wg)
+            warpgroup.wait_group(1)
+            pipe_v.consumer_release(v_state)
+            warpgroup.wait_group(0)
+            pipe_k.consumer_release(state)
+            softmax(n_block_max - 1 - it, masked)
+        rP.store(acc_S.load().to(self.dtype))
+        return state
+
+    @cute.jit
+    def masked_iterations(self, m0: I32, n_block_max: I32, n_blocks: I32, sk: I32, offset: I32, right: I32) -> I32:
+        """right_end: with a right limit (causal) and no left one, iterations [1, right_end) of a
+        tile's key loop need the element mask, the rest do not (iteration `it` is block
+        n_block_max - 1 - it; iteration 0, the first block, decides for itself)."""
+        q_first, _ = self.query_span(m0)
+        # blocks below `unmasked_top` end at or before the key tail and the diagonal
+        unmasked_top = cutlass.min(sk // self.block_n, cutlass.max(q_first + offset + right + 1, 0) // self.block_n)
+        return cutlass.min(cutlass.max(n_block_max - unmasked_top, 1), n_blocks)
 
     def queries(self, mQ: cute.Tensor):
         """Sq (packed: mQ's rows are (group, Sq))."""
@@ -644,12 +701,17 @@ class _FmhaSm90:
         left: I32,
         right: I32,
         n_block: I32,
+        masked: cutlass.Constexpr = None,
     ):
         """Online softmax of one score block: acc_S becomes P (unnormalized), corr the factor for O.
 
-        Only blocks that cross a causal/window limit or the key tail pay for the element mask.
+        Only blocks that cross a causal/window limit or the key tail pay for the element mask:
+        `masked` True/False when the caller knows (MASK_LOOPS), None to decide here.
         """
         n0 = n_block * self.block_n
+        if cutlass.const_expr(masked is not None):
+            self.online_softmax(acc_S, corr, row_max, row_sum, scale_log2, tScS, m0, n0, sk, offset, left, right, masked)
+            return
         q_first, q_last = self.query_span(m0)
         need_mask = n0 + self.block_n > sk
         if cutlass.const_expr(self.has_right):
@@ -915,6 +977,7 @@ class Config(NamedTuple):
     max_ctas: int  # CTAs launched at most: the SM count with PERSISTENT, else unbounded (one per tile)
     fma_cols: int = 0  # EXP2_FMA: of a thread's BLOCK_N / 4 score columns per row, on the FMA units
     order: str = "stride"  # ORDER: which tile a persistent CTA takes in each round
+    mask_loops: bool = False  # MASK_LOOPS
 
 
 def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
@@ -934,7 +997,9 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
     fma_cols = round(EXP2_FMA.get((head_dim, has_left or has_right), 0.0) * block_n / 4)
     if ORDER not in ("stride", "snake"):
         raise ValueError(f"ORDER must be 'stride' or 'snake', not {ORDER!r}")
-    return Config(block_m, block_n, STAGES, INTRA_WG_OVERLAP, pingpong, sm_count() if persistent else 2**31 - 1, fma_cols, ORDER)
+    return Config(
+        block_m, block_n, STAGES, INTRA_WG_OVERLAP, pingpong, sm_count() if persistent else 2**31 - 1, fma_cols, ORDER, MASK_LOOPS
+    )
 
 
 @functools.cache
@@ -1035,7 +1100,7 @@ def compile_packed_split(
     if not packed_groups(group):
         raise ValueError(f"packed split-KV takes Hq / Hkv in 2, 4, ..., 128, not {group}")
     block_m, block_n = SPLIT_TILES[head_dim]
-    config = Config(block_m, block_n, STAGES, INTRA_WG_OVERLAP, False, 2**31 - 1, 0, ORDER)
+    config = Config(block_m, block_n, STAGES, INTRA_WG_OVERLAP, False, 2**31 - 1, 0, ORDER, MASK_LOOPS)
     return _compile_packed_split(dtype, head_dim, group, has_left, has_right, has_sink, arch, options, config)
 
 

@@ -192,11 +192,15 @@ def test_compiles_wgmma(i, layout, tmp_path, monkeypatch):
     report = lowering.last_report()
     assert report is not None and report.arch == "sm_90a"
     ptx = fn.__ptx__
-    # S = Q K^T over D/16 k-steps, P V over BLOCK_N/16, m64nNk16 each, in the loop and once
-    # more outside it (the first block's S, the last block's P V); TMA loads; setmaxnreg
-    block_n = fmha.fmha_sm90.config_for(head_dim, window[0] >= 0, causal or window[1] >= 0).block_n
+    # S = Q K^T over D/16 k-steps, P V over BLOCK_N/16, m64nNk16 each, in the key loop and
+    # once more outside it (the first block's S, the last block's P V); with a right limit
+    # and no left one (causal) and MASK_LOOPS, the key loop is two (diagonal blocks, the
+    # rest); TMA loads; setmaxnreg
+    has_left, has_right = window[0] >= 0, causal or window[1] >= 0
+    block_n = fmha.fmha_sm90.config_for(head_dim, has_left, has_right).block_n
     n_qk, n_pv = head_dim // 16, block_n // 16
-    assert ptx.count("wgmma.mma_async") == 2 * (n_qk + n_pv)
+    loops = 2 if fmha.fmha_sm90.MASK_LOOPS and has_right and not has_left else 1
+    assert ptx.count("wgmma.mma_async") == (1 + loops) * (n_qk + n_pv)
     assert f"wgmma.mma_async.sync.aligned.m64n{block_n}k16.f32" in ptx
     assert f"wgmma.mma_async.sync.aligned.m64n{head_dim}k16.f32" in ptx
     assert "cp.async.bulk.tensor" in ptx and "setmaxnreg" in ptx
