@@ -113,6 +113,7 @@ VARIANTS = {
     "d128_128x144": {"TILES": {(64, False): (128, 128), (64, True): (128, 128), (128, False): (128, 144), (128, True): (128, 128)}},
     "pingpong": {"PINGPONG": True},
     "one_key_loop": {"MASK_LOOPS": False},  # the causal key loop not split by mask (before session 5)
+    "two_key_loops": {"MASK_LOOPS": True},  # split for every head dim
     # issue 14, prefill (h12): 192 x 128 at D=64 now fits 160 registers when persistent (ptxas:
     # 8 bytes of spills, 84 causal; one CTA per tile 240 / 644), so it is timed persistent
     "d64_192": {"TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)},

@@ -102,12 +102,16 @@ TURN_BARRIER = 5  # named barriers 5, 6 (, 7): PINGPONG's turns, one per consume
 PERSISTENT = {(64, False): True, (64, True): True, (128, False): True, (128, True): False}
 # with a right limit and no left one (causal), the key loop as two loops: the blocks that cross
 # the diagonal or the key tail (the first visited), the element mask compiled in, then the
-# rest without it; False (and every other mask): one loop that decides per block at run time,
-# both softmax variants in its body. FA3 splits its loop too. Not for windows: with a third,
-# masked loop for the left edge (or one deciding at run time) D=128 spilled 192 bytes (ptxas
-# 13.0); without a diagonal only a tile's first block, outside the loop, crosses the key tail,
-# and a single unmasked loop spilled 176 bytes at D=64 192 x 128 against 12.
-MASK_LOOPS = True
+# rest without it (FA3 splits its loop too); False: one loop that decides per block at run
+# time, both softmax variants in its body. A bool or a dict {(head_dim, crosses a diagonal):
+# bool} like TILES. H200 (bench/h200/fmha_split/run3, two passes each, TFLOP/s, two loops
+# against one): D=64 causal 4x16x4096 380 / 359, 16x8x2048 335 / 317 (+6%); D=128 causal
+# 4x16x4096 563 / 567, 2x16x8192 617 / 628, 1x32x16384 660-678 / 666-686 (-1..2%), with a
+# sink 648 / 631 (+3%). Not for windows: with a third, masked loop for the left edge (or one
+# deciding at run time) D=128 spilled 192 bytes (ptxas 13.0); without a diagonal only a
+# tile's first block, outside the loop, crosses the key tail, and a single unmasked loop
+# spilled 176 bytes at D=64 192 x 128 against 12.
+MASK_LOOPS = {(64, True): True, (128, True): False}
 # the order in which persistent CTAs take tiles: "stride" (CTA c: c, c + ctas, ...) or "snake"
 # (every other round backwards: balances causal tiles; _FmhaSm90.scheduled)
 ORDER = "snake"
@@ -998,8 +1002,14 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
     if ORDER not in ("stride", "snake"):
         raise ValueError(f"ORDER must be 'stride' or 'snake', not {ORDER!r}")
     return Config(
-        block_m, block_n, STAGES, INTRA_WG_OVERLAP, pingpong, sm_count() if persistent else 2**31 - 1, fma_cols, ORDER, MASK_LOOPS
-    )
+        block_m, block_n, STAGES, INTRA_WG_OVERLAP, pingpong, sm_count() if persistent else 2**31 - 1, fma_cols, ORDER,
+        mask_loops(head_dim, has_left or has_right),
+    )  # fmt: skip
+
+
+def mask_loops(head_dim: int, masked: bool) -> bool:
+    """MASK_LOOPS for one configuration (a bool, or a dict by (head dim, crosses a diagonal); absent = False)."""
+    return MASK_LOOPS.get((head_dim, masked), False) if isinstance(MASK_LOOPS, dict) else bool(MASK_LOOPS)
 
 
 @functools.cache
@@ -1100,7 +1110,7 @@ def compile_packed_split(
     if not packed_groups(group):
         raise ValueError(f"packed split-KV takes Hq / Hkv in 2, 4, ..., 128, not {group}")
     block_m, block_n = SPLIT_TILES[head_dim]
-    config = Config(block_m, block_n, STAGES, INTRA_WG_OVERLAP, False, 2**31 - 1, 0, ORDER, MASK_LOOPS)
+    config = Config(block_m, block_n, STAGES, INTRA_WG_OVERLAP, False, 2**31 - 1, 0, ORDER, mask_loops(head_dim, has_left or has_right))
     return _compile_packed_split(dtype, head_dim, group, has_left, has_right, has_sink, arch, options, config)
 
 

@@ -199,7 +199,7 @@ def test_compiles_wgmma(i, layout, tmp_path, monkeypatch):
     has_left, has_right = window[0] >= 0, causal or window[1] >= 0
     block_n = fmha.fmha_sm90.config_for(head_dim, has_left, has_right).block_n
     n_qk, n_pv = head_dim // 16, block_n // 16
-    loops = 2 if fmha.fmha_sm90.MASK_LOOPS and has_right and not has_left else 1
+    loops = 2 if fmha.fmha_sm90.mask_loops(head_dim, True) and has_right and not has_left else 1
     assert ptx.count("wgmma.mma_async") == (1 + loops) * (n_qk + n_pv)
     assert f"wgmma.mma_async.sync.aligned.m64n{block_n}k16.f32" in ptx
     assert f"wgmma.mma_async.sync.aligned.m64n{head_dim}k16.f32" in ptx
