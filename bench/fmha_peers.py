@@ -114,6 +114,9 @@ VARIANTS = {
     "pingpong": {"PINGPONG": True},
     "one_key_loop": {"MASK_LOOPS": False},  # the causal key loop not split by mask (before session 5)
     "two_key_loops": {"MASK_LOOPS": True},  # split for every head dim
+    # the scheduler barrier for the causal configurations (no spills, ptxas 13.0)
+    "d64c_pp": {"PINGPONG": {(64, False): True, (64, True): True, (128, False): False, (128, True): False}},
+    "d128c_pp": {"PINGPONG": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
     # issue 14, prefill (h12): 192 x 128 at D=64 now fits 160 registers when persistent (ptxas:
     # 8 bytes of spills, 84 causal; one CTA per tile 240 / 644), so it is timed persistent
     "d64_192": {"TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)},
