@@ -154,6 +154,7 @@ def ours(arch: str) -> list:
         dict(dtype="bfloat16", head_dim=128),
         dict(dtype="float16", head_dim=64),
         dict(dtype="bfloat16", head_dim=128, causal=True),
+        dict(dtype="bfloat16", head_dim=64, causal=True),
         dict(dtype="bfloat16", head_dim=64, window=(64, 0)),
         dict(dtype="bfloat16", head_dim=128, sink=True, causal=True),
         dict(dtype="bfloat16", head_dim=128, out_format="nvfp4"),
@@ -172,6 +173,12 @@ def ours(arch: str) -> list:
         for head_dim, masks in ((128, (False, False, False)), (128, (False, True, True)), (64, (True, True, False))):
             name = f"fmha_decode_{'16rows' if key_warps else '64rows'}_d{head_dim}_" + "".join("lrs"[i] if m else "-" for i, m in enumerate(masks))
             builders.append((name, lambda d=head_dim, m=masks, kw=key_warps: compile_decode("bfloat16", d, *m, arch, key_warps=kw)))
+    # the decode_wgmma path (fmha_sm90's packed split-KV kernel + fmha_decode's combine), sm_90a
+    if arch == "sm_90a":
+        for head_dim, group, feature in ((128, 8, {}), (64, 4, dict(causal=True, sink=True)), (128, 2, dict(window=(300, 0)))):
+            label = "".join(k[0] for k in feature) or "plain"
+            name = f"fmha_decode_wgmma_d{head_dim}_g{group}_{label}"
+            builders.append((name, lambda d=head_dim, g=group, f=feature: compile_attention("bfloat16", d, arch=arch, path="decode_wgmma", group=g, **f)))
     return builders
 
 

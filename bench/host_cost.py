@@ -44,47 +44,42 @@ RESULTS = ROOT / "bench" / "results.json"
 KEY_PREFIX = "host_us_"
 
 
-def host_us(fn, calls: int = CALLS, rounds: int = ROUNDS) -> float:
+def round_us(fn, calls: int) -> float:
+    """Host us per call of `calls` back-to-back calls (GC off), then the GPU drained."""
+    import torch
+
+    gc.disable()
+    start = time.perf_counter_ns()
+    for _ in range(calls):
+        fn()
+    stop = time.perf_counter_ns()
+    gc.enable()
+    torch.cuda.synchronize()
+    return (stop - start) / calls / 1e3
+
+
+def warm(*fns) -> None:
     import torch
 
     for _ in range(20):
-        fn()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(rounds):
-        gc.disable()
-        start = time.perf_counter_ns()
-        for _ in range(calls):
+        for fn in fns:
             fn()
-        stop = time.perf_counter_ns()
-        gc.enable()
-        torch.cuda.synchronize()
-        samples.append((stop - start) / calls / 1e3)
-    return round(statistics.median(samples), 2)
+    torch.cuda.synchronize()
+
+
+def host_us(fn, calls: int = CALLS, rounds: int = ROUNDS) -> float:
+    """Median over `rounds` of round_us."""
+    warm(fn)
+    return round(statistics.median(round_us(fn, calls) for _ in range(rounds)), 2)
 
 
 def paired_us(ours, peer, calls: int = CALLS, rounds: int = ROUNDS) -> tuple[float, float, float]:
     """(ours us, peer us, median of the per-round ratios peer / ours): rounds of `calls` calls
     of each, alternating, so that both see the same host (a busy or drifting host moves both)."""
-    import torch
-
-    for _ in range(20):
-        ours()
-        peer()
-    torch.cuda.synchronize()
-    ours_us, peer_us = [], []
-    for _ in range(rounds):
-        for fn, samples in ((peer, peer_us), (ours, ours_us)):
-            gc.disable()
-            start = time.perf_counter_ns()
-            for _ in range(calls):
-                fn()
-            stop = time.perf_counter_ns()
-            gc.enable()
-            torch.cuda.synchronize()
-            samples.append((stop - start) / calls / 1e3)
-    ratio = statistics.median(p / o for p, o in zip(peer_us, ours_us))
-    return round(statistics.median(ours_us), 2), round(statistics.median(peer_us), 2), round(ratio, 3)
+    warm(ours, peer)
+    rounds_us = [(round_us(peer, calls), round_us(ours, calls)) for _ in range(rounds)]
+    ratio = statistics.median(p / o for p, o in rounds_us)
+    return round(statistics.median(o for _, o in rounds_us), 2), round(statistics.median(p for p, _ in rounds_us), 2), round(ratio, 3)
 
 
 def profile_text(name, fn, calls: int = 2000) -> str:

@@ -617,8 +617,16 @@ def compile_decode(
         raise ValueError(f"the decode path needs one of {ARCHS}, not {arch!r}")
     dt = DTYPES[dtype]
     kernel = _SplitKV(dt, head_dim, has_left, has_right, has_sink, key_warps)
+    with lowering.prelowering(lowering.auto_pipeline(arch)):
+        return cute.compile(kernel, *fake_arguments(dt), options=f"--gpu-arch {arch} {options}".strip())
+
+
+def fake_arguments(dt) -> tuple:
+    """Compile-time stand-ins for a split-KV host function's arguments (this module's call,
+    shared by fmha_sm90's packed split-KV build): q, k, v, out, lse, sink, O and LSE partials,
+    counters, b, sq, sk, hq, hkv, num_splits, scale_log2, left, right, stream."""
     gmem = cute.AddressSpace.gmem
-    args = (
+    return (
         make_ptr(dt, 16, gmem, assumed_align=16),
         make_ptr(dt, 16, gmem, assumed_align=16),
         make_ptr(dt, 16, gmem, assumed_align=16),
@@ -632,5 +640,3 @@ def compile_decode(
         F32(1.0), I32(0), I32(0),
         cuda.CUstream(0),
     )  # fmt: skip
-    with lowering.prelowering(lowering.auto_pipeline(arch)):
-        return cute.compile(kernel, *args, options=f"--gpu-arch {arch} {options}".strip())

@@ -245,13 +245,7 @@ class _FmhaSm90:
         # NVFP4 output, read only with nvfp4_out
         mCodes, mScales, mGlobal = nvfp4_outputs(codes_ptr, scales_ptr, global_scale_ptr, b, sq, hq, d)
 
-        sQ_layout = _smem_layout(dt, self.block_m, d)
-        sKV_layout = _smem_layout(dt, self.block_n, d, self.stages)
-        tma_q, tQ = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mQ, sQ_layout, (self.block_m, d))
-        one_stage = cute.select(sKV_layout, mode=[0, 1])
-        tma_k, tK = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mK, one_stage, (self.block_n, d))
-        tma_v, tV = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mV, one_stage, (self.block_n, d))
-
+        sQ_layout, sKV_layout, (tma_q, tQ), (tma_k, tK), (tma_v, tV), mma_qk, mma_pv = self.loads_and_mmas(mQ, mK, mV)
         stages = self.stages
 
         @cute.struct
@@ -264,14 +258,6 @@ class _FmhaSm90:
             k: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
             v: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
 
-        # S = Q K^T: both K-major in shared memory. O = P V: P from registers, V^T is MN-major.
-        mma_qk = sm90.make_trivial_tiled_mma(
-            dt, dt, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.K, F32, (self.consumer_wgs, 1, 1), (64, self.block_n)
-        )
-        mma_pv = sm90.make_trivial_tiled_mma(
-            dt, dt, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.MN, F32, (self.consumer_wgs, 1, 1), (64, d),
-            a_source=warpgroup.OperandSource.RMEM,
-        )  # fmt: skip
         # shared -> global for O: 16-byte copies, 8 elements a thread, one warpgroup
         s2g = row_copy(cute.nvgpu.CopyUniversalOp(), dt, 128)
         # one CTA per SM walking the tiles (PERSISTENT), or one CTA per tile
@@ -282,6 +268,28 @@ class _FmhaSm90:
             tQ, tK, tV, tma_q, tma_k, tma_v, mO, mLSE, mSink, mCodes, mScales, mGlobal, scale_log2, left, right,
             m_tiles, n_tiles, I32(1), sQ_layout, sKV_layout, mma_qk, mma_pv, s2g, Smem,
         ).launch(grid=(ctas, 1, 1), block=[self.threads, 1, 1], stream=stream, min_blocks_per_mp=1)  # fmt: skip
+
+    def loads_and_mmas(self, mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor):
+        """Shared-memory layouts of Q and the K/V ring, their TMA atoms, and the two tiled MMAs.
+
+        S = Q K^T: both K-major in shared memory. O = P V: P from registers, V^T is MN-major.
+        """
+        d, dt = self.d, self.dtype
+        sQ_layout = _smem_layout(dt, self.block_m, d)
+        sKV_layout = _smem_layout(dt, self.block_n, d, self.stages)
+        tma = cpasync.CopyBulkTensorTileG2SOp()
+        one_stage = cute.select(sKV_layout, mode=[0, 1])
+        q_load = cpasync.make_tiled_tma_atom(tma, mQ, sQ_layout, (self.block_m, d))
+        k_load = cpasync.make_tiled_tma_atom(tma, mK, one_stage, (self.block_n, d))
+        v_load = cpasync.make_tiled_tma_atom(tma, mV, one_stage, (self.block_n, d))
+        mma_qk = sm90.make_trivial_tiled_mma(
+            dt, dt, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.K, F32, (self.consumer_wgs, 1, 1), (64, self.block_n)
+        )
+        mma_pv = sm90.make_trivial_tiled_mma(
+            dt, dt, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.MN, F32, (self.consumer_wgs, 1, 1), (64, d),
+            a_source=warpgroup.OperandSource.RMEM,
+        )  # fmt: skip
+        return sQ_layout, sKV_layout, q_load, k_load, v_load, mma_qk, mma_pv
 
     # --- device side ------------------------------------------------------------------
     @cute.kernel
@@ -932,12 +940,7 @@ class _PackedSplitSm90(_FmhaSm90):
         )
         mPartLSE = cute.make_tensor(part_lse_ptr, cute.make_layout((num_splits, bh, rows), stride=(bh * rows, rows, 1)))
 
-        sQ_layout = _smem_layout(dt, self.block_m, d)
-        sKV_layout = _smem_layout(dt, self.block_n, d, self.stages)
-        tma_q, tQ = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mQ, sQ_layout, (self.block_m, d))
-        one_stage = cute.select(sKV_layout, mode=[0, 1])
-        tma_k, tK = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mK, one_stage, (self.block_n, d))
-        tma_v, tV = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mV, one_stage, (self.block_n, d))
+        sQ_layout, sKV_layout, (tma_q, tQ), (tma_k, tK), (tma_v, tV), mma_qk, mma_pv = self.loads_and_mmas(mQ, mK, mV)
         stages = self.stages
 
         @cute.struct
@@ -949,13 +952,6 @@ class _PackedSplitSm90(_FmhaSm90):
             k: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
             v: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
 
-        mma_qk = sm90.make_trivial_tiled_mma(
-            dt, dt, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.K, F32, (self.consumer_wgs, 1, 1), (64, self.block_n)
-        )
-        mma_pv = sm90.make_trivial_tiled_mma(
-            dt, dt, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.MN, F32, (self.consumer_wgs, 1, 1), (64, d),
-            a_source=warpgroup.OperandSource.RMEM,
-        )  # fmt: skip
         s2g = row_copy(cute.nvgpu.CopyUniversalOp(), dt, 128)  # (not used: no O buffer)
         m_tiles = cute.ceil_div(rows, self.block_m)
         n_tiles = m_tiles * num_splits * bh
@@ -1118,22 +1114,9 @@ def compile_packed_split(
 def _compile_packed_split(
     dtype: str, head_dim: int, group: int, has_left: bool, has_right: bool, has_sink: bool, arch: str, options: str, config: Config
 ):
+    from kernels import fmha_decode  # (it imports kernels.fmha, which imports this module)
+
     dt = DTYPES[dtype]
     kernel = _PackedSplitSm90(dt, head_dim, has_left, has_right, has_sink, False, config, group)
-    gmem = cute.AddressSpace.gmem
-    args = (
-        make_ptr(dt, 16, gmem, assumed_align=16),
-        make_ptr(dt, 16, gmem, assumed_align=16),
-        make_ptr(dt, 16, gmem, assumed_align=16),
-        make_ptr(dt, 16, gmem, assumed_align=16),
-        make_ptr(F32, 16, gmem, assumed_align=4),
-        make_ptr(F32, 16, gmem, assumed_align=4),
-        make_ptr(F32, 16, gmem, assumed_align=16),
-        make_ptr(F32, 16, gmem, assumed_align=4),
-        make_ptr(I32, 16, gmem, assumed_align=4),
-        I32(1), I32(1), I32(1), I32(1), I32(1), I32(1),
-        F32(1.0), I32(0), I32(0),
-        cuda.CUstream(0),
-    )  # fmt: skip
     with lowering.prelowering(lowering.auto_pipeline(arch)):
-        return cute.compile(kernel, *args, options=f"--gpu-arch {arch} {options}".strip())
+        return cute.compile(kernel, *fmha_decode.fake_arguments(dt), options=f"--gpu-arch {arch} {options}".strip())
