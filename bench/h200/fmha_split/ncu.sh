@@ -5,5 +5,5 @@
 : "${OUT:?set OUT}"; mkdir -p "$OUT"
 sections="--section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section InstructionStats --section LaunchStats --section Occupancy --section SchedulerStats --section MemoryWorkloadAnalysis"
 ncu $sections -k regex:FmhaSm90 -s 2 -c 1 python3 bench/h200/fmha_split/ncu_pair.py ours ${1:-1} > "$OUT/ncu_ours.txt" 2>&1
-ncu $sections -k regex:"flash|Flash" -s 2 -c 1 python3 bench/h200/fmha_split/ncu_pair.py fa3 ${1:-1} > "$OUT/ncu_fa3.txt" 2>&1
+ncu $sections -k regex:device_kernel -s 2 -c 1 python3 bench/h200/fmha_split/ncu_pair.py fa3 ${1:-1} > "$OUT/ncu_fa3.txt" 2>&1
 tail -c 300 "$OUT/ncu_ours.txt"; tail -c 300 "$OUT/ncu_fa3.txt"
