@@ -33,6 +33,11 @@ the next tile while the consumers finish the current one (Config).
   through the warpgroup's own rows of a shared-memory O buffer (apart from Q's, so the
   next tile's Q can load meanwhile), then 16-byte stores.
 
+The same kernel, packed (`_PackedSplitSm90`, `compile_packed_split`; fmha's path
+"decode_wgmma" for short queries over long keys): a tile's rows are the GQA-packed rows of
+one kv head's q heads, its key blocks one of several shares (split-KV), its O and LSE f32
+partials that `kernels.fmha_decode`'s combine kernel merges (`choose_splits` says when).
+
 Compiles for sm_90a only (wgmma, setmaxnreg), inside `lowering.prelowering()`, with no GPU
 (fake pointers and sizes).
 """
