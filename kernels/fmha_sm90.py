@@ -960,6 +960,7 @@ class _PackedSplitSm90(_FmhaSm90):
         s2g = row_copy(cute.nvgpu.CopyUniversalOp(), dt, 128)  # (not used: no O buffer)
         m_tiles = cute.ceil_div(rows, self.block_m)
         n_tiles = m_tiles * num_splits * bh
+        # the kernel's O and LSE are the partials here (partials_epilogue); the NVFP4 outputs are never read
         self.kernel(
             tQ, tK, tV, tma_q, tma_k, tma_v, mPartO, mPartLSE, mSink, mPartO, mPartLSE, mPartO, scale_log2, left, right,
             m_tiles, n_tiles, num_splits, sQ_layout, sKV_layout, mma_qk, mma_pv, s2g, Smem,
@@ -1075,18 +1076,20 @@ SPLIT_MIN_BLOCKS = 4
 SPLIT_MAX = 128
 
 
-def choose_splits(b: int, sq: int, sk: int, hq: int, hkv: int, left: int, right: int, sms: int, forced: bool = False) -> int:
+def choose_splits(
+    b: int, sq: int, sk: int, hq: int, hkv: int, left: int, right: int, sms: int, forced: bool = False, head_dim: int = 128
+) -> int:
     """Key ranges per tile for the packed split-KV kernel (>= 1), or 0 where it should not be taken.
 
     Plain integer arithmetic (called once per call shape). `forced`: asked for by name, so
-    any shape whose G packs gets a split count.
+    any shape whose G packs gets a split count. `head_dim` picks the tile (SPLIT_TILES).
     """
     group = hq // hkv
     if not packed_groups(group):
         return 0
     rows = group * sq
     keys = sk if left < 0 else min(sk, left + sq + (right if right > 0 else 0))
-    block_m, block_n = SPLIT_TILES[128]
+    block_m, block_n = SPLIT_TILES[head_dim]
     tiles = -(-rows // block_m) * b * hkv
     splits = max(1, min(sms * SPLIT_CTAS_PER_SM // tiles, -(-keys // block_n) // SPLIT_MIN_BLOCKS, SPLIT_MAX))
     if forced:

@@ -400,12 +400,12 @@ def _decode_choice(q, b, sq, sk, hq, hkv, left, right, path, exp2_on_fma) -> tup
     if path == "decode_wgmma":
         if not fmha_sm90.packed_groups(hq // hkv):
             raise ValueError(f"path 'decode_wgmma' packs the Hq / Hkv q heads of a kv head into a tile: it takes Hq / Hkv in 2, 4, ..., 128, not {hq // hkv}")
-        return "wgmma", fmha_sm90.choose_splits(b, sq, sk, hq, hkv, left, right, sms, forced=True)
+        return "wgmma", fmha_sm90.choose_splits(b, sq, sk, hq, hkv, left, right, sms, forced=True, head_dim=q.shape[3])
     if path != "auto" or (fmha.EXP2_FMA_FRACTION if exp2_on_fma is None else exp2_on_fma):
         return mma_sync, 0  # another path asked for by name, or the FMA exp2 (mma_sync only)
     arch = _arch(device)
     if arch in fmha_sm90.ARCHS and mma_sync != "key_warps":
-        splits = fmha_sm90.choose_splits(b, sq, sk, hq, hkv, left, right, sms)
+        splits = fmha_sm90.choose_splits(b, sq, sk, hq, hkv, left, right, sms, head_dim=q.shape[3])
         if splits:
             return "wgmma", splits
     if arch not in fmha_decode.ARCHS:
