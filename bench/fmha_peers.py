@@ -101,6 +101,7 @@ def _cand(d64c=(128, 128), **knobs):
 
 # name: {knob: value} of kernels.fmha_sm90 ("before": the previous kernel file)
 # (a name may carry a suffix "#2" to time the same variant again later in the run)
+_DYN_DIAG = {(64, False): "snake", (64, True): "dynamic", (128, False): "snake", (128, True): "dynamic"}
 VARIANTS = {
     "before": None,
     "now": {},
@@ -136,6 +137,12 @@ VARIANTS = {
     # run3: what to do where a diagonal is crossed (D=128 and D=64 causal/window)
     "diag_one_cta": _cand(ORDER="snake", PERSISTENT={(64, False): True, (64, True): False, (128, False): True, (128, True): False}),
     "diag_snake_pp": _cand(ORDER="snake", PINGPONG={(64, False): True, (64, True): False, (128, False): False, (128, True): True}),
+    # session 6: the persistent kernel with FA3's dynamic tile scheduler (an atomic counter)
+    "dynamic_all": {"PERSISTENT": True, "ORDER": "dynamic"},
+    "dynamic_diag": {"PERSISTENT": True, "ORDER": _DYN_DIAG},
+    "dyn_two_loops": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "MASK_LOOPS": True},
+    "dyn_pp": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "PINGPONG": True},
+    "dyn_d128c_pp": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "PINGPONG": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
     "d128_160_persistent": {"TILES": {**_T128, (128, False): (128, 160)},
                             "PERSISTENT": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
 }

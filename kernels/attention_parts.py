@@ -13,15 +13,38 @@ from __future__ import annotations
 
 import math
 
+import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
 from cutlass.cute.nvgpu import warp
+from cutlass.cute.runtime import make_ptr
 
 from kernels import nvfp4
 
 F32 = cutlass.Float32
+I32 = cutlass.Int32
 LOG2E = math.log2(math.e)
 LN2 = math.log(2.0)
+
+
+def fake_arguments(dt) -> tuple:
+    """Compile-time stand-ins for the attention host functions' arguments (fmha.py's and
+    fmha_sm90.py's call): q, k, v, out, lse, sink, the NVFP4 outputs, counters, b, sq, sk,
+    hq, hkv, scale_log2, left, right, stream."""
+    gmem = cute.AddressSpace.gmem
+    return (
+        make_ptr(dt, 16, gmem, assumed_align=16),
+        make_ptr(dt, 16, gmem, assumed_align=16),
+        make_ptr(dt, 16, gmem, assumed_align=16),
+        make_ptr(dt, 16, gmem, assumed_align=16),
+        make_ptr(F32, 16, gmem, assumed_align=4),
+        make_ptr(F32, 16, gmem, assumed_align=4),
+        *nvfp4.output_pointers(16, 16, 16),
+        make_ptr(I32, 16, gmem, assumed_align=4),
+        I32(1), I32(1), I32(1), I32(1), I32(1),
+        F32(1.0), I32(0), I32(0),
+        cuda.CUstream(0),
+    )  # fmt: skip
 
 
 def ldmatrix_copies(mma: cute.TiledMma, dtype, thread):

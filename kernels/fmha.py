@@ -60,7 +60,6 @@ import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
 from cutlass.cute.nvgpu import cpasync, warp
-from cutlass.cute.runtime import make_ptr
 from cutlass._mlir import ir
 from cutlass._mlir.dialects import arith
 
@@ -71,6 +70,7 @@ from kernels.attention_parts import (
     LN2,
     LOG2E,
     bshd_tensors,
+    fake_arguments,
     finish_row,
     fmax,
     ldmatrix_copies,
@@ -228,6 +228,7 @@ class _Fmha:
         codes_ptr: cute.Pointer,
         scales_ptr: cute.Pointer,
         global_scale_ptr: cute.Pointer,
+        counters_ptr: cute.Pointer,  # (fmha_sm90's scheduler counters: the same call, not read here)
         b: I32,
         sq: I32,
         sk: I32,
@@ -523,10 +524,6 @@ class _Fmha:
 
 
 # --- compile (no GPU needed) ------------------------------------------------------
-def _stream_arg():
-    return cuda.CUstream(0)
-
-
 def _normalize_window(causal: bool, window) -> tuple[int, int]:
     left, right = (int(window[0]), int(window[1]))
     left = -1 if left < 0 else left
@@ -557,21 +554,8 @@ def prelowering_pipeline(arch: str, fma_cols: int = 0, fma_impl: str = "magic") 
 def _compile(dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, arch: str, fma_cols: int = 0, fma_impl: str = "magic", options: str = "", nvfp4_out: bool = False):
     dt = DTYPES[dtype]
     kernel = _Fmha(dt, head_dim, has_left, has_right, has_sink, fma_cols, fma_impl, nvfp4_out)
-    gmem = cute.AddressSpace.gmem
-    args = (
-        make_ptr(dt, 16, gmem, assumed_align=16),
-        make_ptr(dt, 16, gmem, assumed_align=16),
-        make_ptr(dt, 16, gmem, assumed_align=16),
-        make_ptr(dt, 16, gmem, assumed_align=16),
-        make_ptr(F32, 16, gmem, assumed_align=4),
-        make_ptr(F32, 16, gmem, assumed_align=4),
-        *nvfp4.output_pointers(16, 16, 16),
-        I32(1), I32(1), I32(1), I32(1), I32(1),
-        F32(1.0), I32(0), I32(0),
-        _stream_arg(),
-    )  # fmt: skip
     with lowering.prelowering(prelowering_pipeline(arch, fma_cols, fma_impl)):
-        return cute.compile(kernel, *args, options=f"--gpu-arch {arch} {options}".strip())
+        return cute.compile(kernel, *fake_arguments(dt), options=f"--gpu-arch {arch} {options}".strip())
 
 
 def compile_attention(

@@ -8,8 +8,9 @@ The kernel: CTAs of a producer and two or three consumer warpgroups, each taking
 (64 x consumers query tile, q head, batch) in turn from a linear order (query tile fastest,
 last-first: with a causal mask the longest rows start first and the short ones fill the tail;
 CTAs that run together share a head's K/V in L2). One CTA per tile, or, where PERSISTENT says
-so, one per SM walking the tiles (every other round backwards: ORDER), its producer loading
-the next tile while the consumers finish the current one (Config).
+so, one per SM walking the tiles (ORDER: statically, every other round backwards, or drawing
+the next tile from a global counter as FA3's causal scheduler does), its producer loading the
+next tile while the consumers finish the current one (Config).
 
 - Warpgroup 0 is the producer: one warp issues TMA loads (Q once, then K and V tiles of
   BLOCK_N keys from the last visited block to the first) into a ring of STAGES shared
@@ -53,11 +54,10 @@ import cutlass.cute as cute
 import cutlass.pipeline as pipeline
 import cutlass.utils.hopper_helpers as sm90
 from cutlass.cute.nvgpu import cpasync, warpgroup
-from cutlass.cute.runtime import make_ptr
 
 import lowering
 from kernels import nvfp4
-from kernels.attention_parts import LN2, bshd_tensors, finish_row, fmax, nvfp4_outputs, quad_allreduce, row_copy, store_nvfp4
+from kernels.attention_parts import LN2, bshd_tensors, fake_arguments, finish_row, fmax, nvfp4_outputs, quad_allreduce, row_copy, store_nvfp4
 from kernels.cutedsl_compat import LayoutEnum, SmemAllocator
 
 # --- tuning knobs ---------------------------------------------------------------
@@ -92,6 +92,8 @@ INTRA_WG_OVERLAP = True
 PINGPONG = {(64, False): True, (64, True): False, (128, False): False, (128, True): False}
 EPILOGUE_BARRIER = 1  # named barriers 1.. : one per consumer warpgroup (its O rows in shared memory)
 TURN_BARRIER = 5  # named barriers 5, 6 (, 7): PINGPONG's turns, one per consumer
+TILE_FULL_BARRIER = 8  # ORDER "dynamic": the next tile index is in shared memory (producer -> consumers)
+TILE_EMPTY_BARRIER = 9  # ... and every consumer has read it (consumers -> producer)
 # one CTA per SM walks the tiles (FA3's persistent scheduling, static order): the producer
 # loads the next tile's K/V (and Q, which has a buffer apart from O's) while the consumers
 # finish the current tile. The S fill before a tile's first S wgmma keeps ptxas from
@@ -101,10 +103,14 @@ TURN_BARRIER = 5  # named barriers 5, 6 (, 7): PINGPONG's turns, one per consume
 # a diagonal, in the snake ORDER: D=64 16x8x2048 causal 315-321 against 300-304, 4x16x4096
 # causal 351-354 against 358-360; D=128 loses: run4 (one run, against one CTA per tile)
 # 4x16x4096 causal 517 / 529, 2x16x8192 causal 548 / 566, 1x32x16384 causal 604 / 618, sink
-# 545 / 591, window 448 / 440 (run2: 486 / 442), so D=128 with a diagonal keeps one CTA per
-# tile. True: always; False: one CTA per tile; or a dict {(head_dim, crosses a diagonal):
-# bool} like TILES.
-PERSISTENT = {(64, False): True, (64, True): True, (128, False): True, (128, True): False}
+# 545 / 591, window 448 / 440 (run2: 486 / 442), so D=128 with a diagonal kept one CTA per
+# tile until the dynamic ORDER: with it (bench/h200/fmha_sched/run1, two passes, TFLOP/s,
+# against one CTA per tile) 4x16x4096 causal 600-602 / 576, 2x16x8192 causal 651 / 634-637,
+# window 469-471 / 433-434, sink 648-649 / 638-640, 1x32x16384 causal 657-666 / 655-658; D=64
+# causal (against snake) 397-400 / 379-380 and 347-349 / 338-340. Without a diagonal the
+# dynamic order loses 1-2% at D=128 (684 / 699), so those keep the snake. True: always;
+# False: one CTA per tile; or a dict {(head_dim, crosses a diagonal): bool} like TILES.
+PERSISTENT = {(64, False): True, (64, True): True, (128, False): True, (128, True): True}
 # with a right limit and no left one (causal), the key loop as two loops: the blocks that cross
 # the diagonal or the key tail (the first visited), the element mask compiled in, then the
 # rest without it (FA3 splits its loop too); False: one loop that decides per block at run
@@ -117,9 +123,12 @@ PERSISTENT = {(64, False): True, (64, True): True, (128, False): True, (128, Tru
 # tile's first block, outside the loop, crosses the key tail, and a single unmasked loop
 # spilled 176 bytes at D=64 192 x 128 against 12.
 MASK_LOOPS = {(64, True): True, (128, True): False}
-# the order in which persistent CTAs take tiles: "stride" (CTA c: c, c + ctas, ...) or "snake"
-# (every other round backwards: balances causal tiles; _FmhaSm90.scheduled)
-ORDER = "snake"
+# the order in which persistent CTAs take tiles: "stride" (CTA c: c, c + ctas, ...), "snake"
+# (every other round backwards: balances causal tiles; _FmhaSm90.scheduled) or "dynamic" (the
+# producer takes the next tile from a global counter when it has issued the current one's
+# loads and hands it to the consumers through shared memory, as FA3's causal scheduler does:
+# _FmhaSm90.fetch_tile); a string or a dict {(head_dim, crosses a diagonal): str} like TILES
+ORDER = {(64, False): "snake", (64, True): "dynamic", (128, False): "snake", (128, True): "dynamic"}
 # FA4's relief for MUFU: the share of each row's scores whose exp2 is a polynomial on the FMA
 # units (kernels.fmha's exp2_fma_magic), by (head dim, crosses a diagonal); absent = 0. At D=64
 # one 64 x 128 block's 8192 exp2 take MUFU (16 a clock per SM) as long as its two wgmmas take
@@ -200,10 +209,12 @@ class _FmhaSm90:
         self.group = group
         self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas, self.fma_cols, self.order, self.mask_loops = config
         self.persistent = self.max_ctas < 2**31 - 1
+        self.dynamic = self.persistent and self.order == "dynamic"  # tiles drawn from a counter (fetch_tile)
         self.consumer_wgs = self.block_m // 64
         self.threads = 128 * (1 + self.consumer_wgs)  # producer warpgroup + consumers
         # what the producer gives away, split evenly (setmaxnreg takes multiples of 8)
         self.consumer_regs = min(240, (REGISTERS - PRODUCER_REGS) // self.consumer_wgs // 8 * 8)
+        self.handover_threads = 32 + 128 * self.consumer_wgs  # ORDER "dynamic": the producer warp and the consumers
         self.dtype = dtype
         self.d = head_dim
         self.has_left = has_left
@@ -223,6 +234,7 @@ class _FmhaSm90:
         codes_ptr: cute.Pointer,
         scales_ptr: cute.Pointer,
         global_scale_ptr: cute.Pointer,
+        counters_ptr: cute.Pointer,
         b: I32,
         sq: I32,
         sk: I32,
@@ -249,6 +261,8 @@ class _FmhaSm90:
         mSink = cute.make_tensor(sink_ptr, cute.make_layout((hq,), stride=(1,)))
         # NVFP4 output, read only with nvfp4_out
         mCodes, mScales, mGlobal = nvfp4_outputs(codes_ptr, scales_ptr, global_scale_ptr, b, sq, hq, d)
+        # ORDER "dynamic": (tiles handed out, CTAs done), zero on entry, left zero
+        mCounters = cute.make_tensor(counters_ptr, cute.make_layout((2,)))
 
         sQ_layout, sKV_layout, (tma_q, tQ), (tma_k, tK), (tma_v, tV), mma_qk, mma_pv = self.loads_and_mmas(mQ, mK, mV)
         stages = self.stages
@@ -258,6 +272,7 @@ class _FmhaSm90:
             bar_q: cute.struct.MemRange[cutlass.Int64, 2]
             bar_k: cute.struct.MemRange[cutlass.Int64, 2 * stages]
             bar_v: cute.struct.MemRange[cutlass.Int64, 2 * stages]
+            next_tile: cute.struct.MemRange[I32, 2]  # ORDER "dynamic": the producer's hand-over
             q: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]
             o: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]  # O on its way out
             k: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
@@ -270,7 +285,7 @@ class _FmhaSm90:
         n_tiles = m_tiles * hq * b
         ctas = cutlass.min(n_tiles, self.max_ctas)
         self.kernel(
-            tQ, tK, tV, tma_q, tma_k, tma_v, mO, mLSE, mSink, mCodes, mScales, mGlobal, scale_log2, left, right,
+            tQ, tK, tV, tma_q, tma_k, tma_v, mO, mLSE, mSink, mCodes, mScales, mGlobal, mCounters, scale_log2, left, right,
             m_tiles, n_tiles, I32(1), sQ_layout, sKV_layout, mma_qk, mma_pv, s2g, Smem,
         ).launch(grid=(ctas, 1, 1), block=[self.threads, 1, 1], stream=stream, min_blocks_per_mp=1)  # fmt: skip
 
@@ -312,6 +327,7 @@ class _FmhaSm90:
         mCodes: cute.Tensor,
         mScales: cute.Tensor,
         mGlobal: cute.Tensor,
+        mCounters: cute.Tensor,
         scale_log2: F32,
         left: I32,
         right: I32,
@@ -340,6 +356,9 @@ class _FmhaSm90:
             sO = storage.o.get_tensor(sQ_layout.outer, swizzle=sQ_layout.inner)
         sK = storage.k.get_tensor(sKV_layout.outer, swizzle=sKV_layout.inner)
         sV = storage.v.get_tensor(sKV_layout.outer, swizzle=sKV_layout.inner)
+        sNext = None  # ORDER "dynamic": the next tile's index, from the producer to the consumers
+        if cutlass.const_expr(self.dynamic):
+            sNext = storage.next_tile.get_tensor(cute.make_layout((2,)))
         sVt = cute.composition(sV, cute.make_ordered_layout((d, self.block_n, self.stages), order=(1, 0, 2)))  # (D, N, stage)
 
         producer = pipeline.CooperativeGroup(pipeline.Agent.Thread, 1)  # one elected thread arms each barrier
@@ -368,7 +387,12 @@ class _FmhaSm90:
                     self.load_tile, m_tiles, num_splits, mQ, mK, mV, tma_q, tma_k, tma_v, sQ, sK, sV, pipe_q, pipe_k, pipe_v,
                     left, right,
                 )  # fmt: skip
-                if cutlass.const_expr(self.persistent):
+                if cutlass.const_expr(self.dynamic):
+                    tile = first_tile
+                    while tile < n_tiles:
+                        q_state, state = load(tile, q_state, state)
+                        tile = self.fetch_tile(mCounters, sNext, ctas, n_tiles)
+                elif cutlass.const_expr(self.persistent):
                     for tile in cutlass.range(first_tile, n_tiles, ctas, unroll=1):
                         q_state, state = load(self.scheduled(tile, first_tile, ctas, n_tiles), q_state, state)
                 else:
@@ -401,7 +425,16 @@ class _FmhaSm90:
                 pipe_q, pipe_k, pipe_v, mma_qk, mma_pv, s2g, sO, tSrQ, tSrK, tOrVt, acc_O, acc_S, rP, corr, row_max, row_sum,
                 tScS, ct, wg,
             )  # fmt: skip
-            if cutlass.const_expr(self.persistent):
+            if cutlass.const_expr(self.dynamic):
+                cute.arch.barrier_arrive(barrier_id=TILE_EMPTY_BARRIER, number_of_threads=self.handover_threads)  # the slot starts empty
+                tile = first_tile
+                while tile < n_tiles:
+                    q_state, state = compute(tile, q_state, state)
+                    cute.arch.barrier(barrier_id=TILE_FULL_BARRIER, number_of_threads=self.handover_threads)
+                    tile = sNext[0]
+                    if tile < n_tiles:  # (the producer writes no further tile after the last)
+                        cute.arch.barrier_arrive(barrier_id=TILE_EMPTY_BARRIER, number_of_threads=self.handover_threads)
+            elif cutlass.const_expr(self.persistent):
                 for tile in cutlass.range(first_tile, n_tiles, ctas, unroll=1):
                     q_state, state = compute(self.scheduled(tile, first_tile, ctas, n_tiles), q_state, state)
             else:
@@ -568,6 +601,35 @@ class _FmhaSm90:
             start = tile - first_tile  # k * ctas, k = the round
             reverse = ((start // ctas) % 2 == 1) & (start + ctas <= n_tiles)
             tile = cutlass.select_(reverse, start + ctas - 1 - first_tile, tile)
+        return tile
+
+    @cute.jit
+    def fetch_tile(self, mCounters: cute.Tensor, sNext: cute.Tensor, ctas: I32, n_tiles: I32) -> I32:
+        """ORDER "dynamic", the producer warp: the next tile of this CTA, also handed to its consumers.
+
+        Tiles 0 .. ctas - 1 are the CTAs' first; the rest are handed out in the linear order
+        by an atomic counter, each to the first CTA whose producer asks, i.e. whose loads of
+        its current tile are all issued (its consumers are on that tile's last blocks): a CTA
+        that drew short tiles takes more of them. The index goes to the consumers through
+        shared memory once they have read the previous one (TILE_EMPTY/FULL_BARRIER). The last
+        CTA to draw an index past the end (each draws exactly one) puts both counters back to
+        zero for the next launch: its acq_rel add orders every CTA's draws before its stores.
+        """
+        lane = cute.arch.lane_idx()
+        drawn = I32(0)
+        if lane == 0:
+            drawn = cute.arch.atomic_add(mCounters.iterator.llvm_ptr, I32(1), sem="relaxed", scope="gpu")
+        tile = cute.arch.shuffle_sync(drawn, 0) + ctas
+        cute.arch.barrier(barrier_id=TILE_EMPTY_BARRIER, number_of_threads=self.handover_threads)
+        if lane == 0:
+            sNext[0] = tile
+        cute.arch.barrier_arrive(barrier_id=TILE_FULL_BARRIER, number_of_threads=self.handover_threads)
+        if tile >= n_tiles:
+            if lane == 0:
+                done = cute.arch.atomic_add((mCounters.iterator + 1).llvm_ptr, I32(1), sem="acq_rel", scope="gpu")
+                if done == ctas - 1:
+                    mCounters[0] = I32(0)
+                    mCounters[1] = I32(0)
         return tile
 
     @cute.jit
@@ -960,9 +1022,10 @@ class _PackedSplitSm90(_FmhaSm90):
         s2g = row_copy(cute.nvgpu.CopyUniversalOp(), dt, 128)  # (not used: no O buffer)
         m_tiles = cute.ceil_div(rows, self.block_m)
         n_tiles = m_tiles * num_splits * bh
-        # the kernel's O and LSE are the partials here (partials_epilogue); the NVFP4 outputs are never read
+        # the kernel's O and LSE are the partials here (partials_epilogue); the NVFP4 outputs and
+        # the scheduler's counters (one CTA per tile) are never read
         self.kernel(
-            tQ, tK, tV, tma_q, tma_k, tma_v, mPartO, mPartLSE, mSink, mPartO, mPartLSE, mPartO, scale_log2, left, right,
+            tQ, tK, tV, tma_q, tma_k, tma_v, mPartO, mPartLSE, mSink, mPartO, mPartLSE, mPartO, mPartLSE, scale_log2, left, right,
             m_tiles, n_tiles, num_splits, sQ_layout, sKV_layout, mma_qk, mma_pv, s2g, Smem,
         ).launch(grid=(n_tiles, 1, 1), block=[self.threads, 1, 1], stream=stream, min_blocks_per_mp=1)  # fmt: skip
         combine = fmha_decode._SplitKV(dt, d, self.has_left, self.has_right, self.has_sink)
@@ -1001,10 +1064,11 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
     else:
         raise ValueError(f"PERSISTENT must be True, False, 'auto' or a dict like TILES, not {PERSISTENT!r}")
     fma_cols = round(EXP2_FMA.get((head_dim, has_left or has_right), 0.0) * block_n / 4)
-    if ORDER not in ("stride", "snake"):
-        raise ValueError(f"ORDER must be 'stride' or 'snake', not {ORDER!r}")
+    order = ORDER[(head_dim, has_left or has_right)] if isinstance(ORDER, dict) else ORDER
+    if order not in ("stride", "snake", "dynamic"):
+        raise ValueError(f"ORDER must be 'stride', 'snake', 'dynamic' or a dict of them like TILES, not {ORDER!r}")
     return Config(
-        block_m, block_n, STAGES, INTRA_WG_OVERLAP, pingpong, sm_count() if persistent else 2**31 - 1, fma_cols, ORDER,
+        block_m, block_n, STAGES, INTRA_WG_OVERLAP, pingpong, sm_count() if persistent else 2**31 - 1, fma_cols, order,
         mask_loops(head_dim, has_left or has_right),
     )  # fmt: skip
 
@@ -1041,21 +1105,8 @@ def compile_kernel(dtype: str, head_dim: int, has_left: bool, has_right: bool, h
 def _compile(dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, arch: str, options: str, nvfp4_out: bool, config: Config):
     dt = DTYPES[dtype]
     kernel = _FmhaSm90(dt, head_dim, has_left, has_right, has_sink, nvfp4_out, config)
-    gmem = cute.AddressSpace.gmem
-    args = (
-        make_ptr(dt, 16, gmem, assumed_align=16),
-        make_ptr(dt, 16, gmem, assumed_align=16),
-        make_ptr(dt, 16, gmem, assumed_align=16),
-        make_ptr(dt, 16, gmem, assumed_align=16),
-        make_ptr(F32, 16, gmem, assumed_align=4),
-        make_ptr(F32, 16, gmem, assumed_align=4),
-        *nvfp4.output_pointers(16, 16, 16),
-        I32(1), I32(1), I32(1), I32(1), I32(1),
-        F32(1.0), I32(0), I32(0),
-        cuda.CUstream(0),
-    )  # fmt: skip
     with lowering.prelowering(lowering.auto_pipeline(arch)):
-        return cute.compile(kernel, *args, options=f"--gpu-arch {arch} {options}".strip())
+        return cute.compile(kernel, *fake_arguments(dt), options=f"--gpu-arch {arch} {options}".strip())
 
 
 # packed split-KV: (query rows per CTA, keys per K/V tile) by head dim; one CTA per tile
@@ -1114,7 +1165,7 @@ def compile_packed_split(
     if not packed_groups(group):
         raise ValueError(f"packed split-KV takes Hq / Hkv in 2, 4, ..., 128, not {group}")
     block_m, block_n = SPLIT_TILES[head_dim]
-    config = Config(block_m, block_n, STAGES, INTRA_WG_OVERLAP, False, 2**31 - 1, 0, ORDER, mask_loops(head_dim, has_left or has_right))
+    config = Config(block_m, block_n, STAGES, INTRA_WG_OVERLAP, False, 2**31 - 1, 0, "stride", mask_loops(head_dim, has_left or has_right))
     return _compile_packed_split(dtype, head_dim, group, has_left, has_right, has_sink, arch, options, config)
 
 

@@ -281,7 +281,8 @@ def _attention_ok(q, k, v, sink, softmax_scale, global_scale) -> bool:
 
 
 def _attention_launch(q, has_sink, left, right, path, exp2_on_fma, exp2_impl, nvfp4_out):
-    """The launcher for one shape class; on a miss the options are checked against the arch first."""
+    """(launcher, whether it reads the scheduler counters) for one shape class; on a miss the
+    options are checked against the arch first."""
     d = q.shape[3]
     device = q.get_device()
     arch = _arch(device)
@@ -293,9 +294,11 @@ def _attention_launch(q, has_sink, left, right, path, exp2_on_fma, exp2_impl, nv
     exp2_on_fma = fmha.EXP2_FMA_FRACTION if exp2_on_fma is None else exp2_on_fma
     exp2_impl = fmha.EXP2_FMA_IMPL if exp2_impl is None else exp2_impl
     key = ("attention", q.dtype, d, device, left >= 0, right >= 0, has_sink, path, exp2_on_fma, exp2_impl, nvfp4_out, config)
+    # the persistent wgmma kernel's dynamic scheduler: two zero counters, left zero
+    counted = config is not None and config.order == "dynamic" and config.max_ctas < 2**31 - 1
     entry = _LAUNCHERS.get(key)
     if entry is not None:
-        return entry[0]
+        return entry[0], counted
     fmha.check_attention_options(path, exp2_on_fma, exp2_impl, arch)
     out_format = "nvfp4" if nvfp4_out else "bf16"
     return _launcher(
@@ -304,7 +307,7 @@ def _attention_launch(q, has_sink, left, right, path, exp2_on_fma, exp2_impl, nv
             ATTENTION_DTYPES[q.dtype], d, False, (left, right), has_sink, arch, exp2_on_fma, exp2_impl,
             options=nvfp4.TVM_FFI_OPTION, path=path, out_format=out_format,
         ),
-    )  # fmt: skip
+    ), counted  # fmt: skip
 
 
 def _decode_launch(q, hkv, has_sink, left, right, exp2_on_fma, exp2_impl, kernel):
@@ -333,9 +336,9 @@ def _decode_launch(q, hkv, has_sink, left, right, exp2_on_fma, exp2_impl, kernel
     return _launcher(key, build)
 
 
-# The split-KV paths' scratch, 4-byte words: the per-tile arrival counters of its <= 16-row
-# kernel (the last CTA of a tile combines it; zero between calls: each call leaves them
-# zero), then the splits' f32 partials (written before they are read within a call). One
+# The kernels' scratch, 4-byte words: counters (zero between calls: each call leaves them
+# zero), the per-tile arrivals of the split-KV path's <= 16-row kernel (the last CTA of a tile
+# combines it) or the wgmma kernel's dynamic tile scheduler, then the splits' f32 partials (written before they are read within a call). One
 # buffer per (device, stream), kept: launches on one stream run in order, on two streams
 # they get two buffers; a call then allocates only what it returns. While a CUDA graph is
 # captured each call gets its own buffer, counters zeroed inside the graph (a graph may be
@@ -355,7 +358,7 @@ def _fresh_scratch(device: int, counters: int, partials: int):
     return buffer
 
 
-def _decode_scratch(device: int, stream: int, counters: int, partials: int) -> tuple[int, int]:
+def _scratch(device: int, stream: int, counters: int, partials: int) -> tuple[int, int]:
     """Addresses of `counters` zero int32 words and (16-byte aligned) room for `partials` f32 words."""
     counters = -(-counters // 4) * 4
     if device != torch._C._cuda_getDevice() or torch._C._cuda_isCurrentStreamCapturing() or partials > _SCRATCH_MAX_WORDS:
@@ -432,7 +435,7 @@ def _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma,
                 stream = _stream(device)
                 # counters: one per 16-row tile, i.e. per (batch, kv head), for the key_warps kernel;
                 # partials: the splits' O then their LSE, every element the combine reads written by the split kernel
-                counters, part_ptr = _decode_scratch(device, stream, b * hkv if counted else 0, splits * b * hq * sq * (d + 1))
+                counters, part_ptr = _scratch(device, stream, b * hkv if counted else 0, splits * b * hq * sq * (d + 1))
                 lse_ptr = lse.data_ptr()
                 launch(
                     q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), lse_ptr,
@@ -440,7 +443,7 @@ def _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma,
                     b, sq, sk, hq, hkv, splits, softmax_scale * fmha.LOG2E, left, right, stream,
                 )  # fmt: skip
             return out, lse
-    launch = _attention_launch(q, sink is not None, left, right, path, exp2_on_fma, exp2_impl, global_scale is not None)
+    launch, counted = _attention_launch(q, sink is not None, left, right, path, exp2_on_fma, exp2_impl, global_scale is not None)
     lse = q.new_empty((b, hq, sq), dtype=_F32)
     if global_scale is not None:
         codes = q.new_empty((b, sq, hq, d // 2), dtype=_U8)
@@ -452,10 +455,13 @@ def _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma,
         outputs = (lse.data_ptr(),) * 3  # never read: the epilogue stores O itself
     if q.numel():
         lse_ptr = lse.data_ptr()
+        device = q.get_device()
+        stream = _stream(device)
+        counters = _scratch(device, stream, 2, 0)[0] if counted else lse_ptr  # (else never read)
         launch(
             q.data_ptr(), k.data_ptr(), v.data_ptr(), (q if out is None else out).data_ptr(), lse_ptr,
-            lse_ptr if sink is None else sink.data_ptr(), *outputs,
-            b, sq, sk, hq, hkv, softmax_scale * fmha.LOG2E, left, right, _stream(q.get_device()),
+            lse_ptr if sink is None else sink.data_ptr(), *outputs, counters,
+            b, sq, sk, hq, hkv, softmax_scale * fmha.LOG2E, left, right, stream,
         )  # fmt: skip
     return (out, lse) if global_scale is None else (codes, scales, lse)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 
 import pytest
@@ -205,6 +206,12 @@ def test_compiles_wgmma(i, layout, tmp_path, monkeypatch):
     assert f"wgmma.mma_async.sync.aligned.m64n{head_dim}k16.f32" in ptx
     assert "cp.async.bulk.tensor" in ptx and "setmaxnreg" in ptx
     assert "ld.local" not in ptx and "st.local" not in ptx
+    # the dynamic tile scheduler (ORDER "dynamic", persistent): one relaxed draw per tile, the
+    # acq_rel count of CTAs done, the hand-over's named barriers; absent from the other builds
+    config = fmha.fmha_sm90.config_for(head_dim, has_left, has_right)
+    dynamic = config.order == "dynamic" and config.max_ctas < 2**31 - 1
+    assert ("atom.global.add.u32" in ptx) == ("atom.global.acq_rel.add.u32" in ptx) == dynamic
+    assert (re.search(r"bar\.sync\s+8,", ptx) is not None) == (re.search(r"bar\.arrive\s+9,", ptx) is not None) == dynamic
     # "auto" takes this path on sm_90a (the same cached compile)
     assert fmha.compile_attention(dtype, head_dim, causal, window, sink, "sm_90a", options="--keep-ptx") is fn
 
@@ -362,27 +369,40 @@ def test_gpu_long_and_repeated(path):
     [
         ((3, 1100, 1100, 8, 2), 128, True, (-1, -1), False),  # 216 tiles of uneven length, GQA
         ((2, 700, 1500, 12, 12), 64, False, (300, 40), True),  # 144 tiles, window + sink, Sq != Sk
+        ((1, 2048, 2048, 16, 16), 64, True, (-1, -1), False),  # 256 causal tiles, two loops (MASK_LOOPS)
+        ((1, 300, 300, 8, 4), 128, False, (-1, -1), False),  # 24 tiles: fewer than SMs, every CTA's first draw ends it
     ],
 )
-def test_gpu_wgmma_persistent_matches_one_cta_per_tile(shape, d, causal, window, sink, monkeypatch):
+@pytest.mark.parametrize("order", ["snake", "dynamic"])
+def test_gpu_wgmma_persistent_matches_one_cta_per_tile(shape, d, causal, window, sink, order, monkeypatch):
     """More tiles than SMs: each CTA of the persistent launch walks several tiles (the K/V ring,
-    Q's buffer and O's staging buffer carried from one tile to the next), and must give the
-    same bits as one CTA per tile, and the reference's values."""
+    Q's buffer and O's staging buffer carried from one tile to the next), in the static snake
+    order or drawn from the dynamic scheduler's counter, and must give the same bits as one
+    CTA per tile, and the reference's values. The dynamic scheduler's counters are zero after
+    every call (kept in ops' scratch, so a second call would otherwise skip tiles)."""
     torch = _cuda()
     _gpu_path(torch, "wgmma")
     fmha = _fmha()
+    from kernels import ops
+
     b, sq, sk, hq, hkv = shape
+    monkeypatch.setattr(fmha.fmha_sm90, "PERSISTENT", True)
+    monkeypatch.setattr(fmha.fmha_sm90, "ORDER", order)
     _check(torch, torch.bfloat16, b, sq, sk, hq, hkv, d, causal, window, sink, path="wgmma")
     g = torch.Generator(device="cuda").manual_seed(11)
     q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(torch.bfloat16)
     k, v = (torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(torch.bfloat16) for _ in range(2))
     s = torch.randn(hq, device="cuda", generator=g) if sink else None
     kw = dict(causal=causal, window=window, sink=s, return_lse=True, path="wgmma")
-    monkeypatch.setattr(fmha.fmha_sm90, "PERSISTENT", True)
-    out, lse = fmha.attention(q, k, v, **kw)
+    outs = [fmha.attention(q, k, v, **kw) for _ in range(3)]
+    torch.cuda.synchronize()
+    if order == "dynamic":
+        counters = ops._SCRATCH[(torch.cuda.current_device(), torch.cuda.current_stream().cuda_stream)][3][:2]
+        assert counters.view(torch.int32).tolist() == [0, 0], "the dynamic scheduler left its counters non-zero"
     monkeypatch.setattr(fmha.fmha_sm90, "PERSISTENT", False)
     ref_out, ref_lse = fmha.attention(q, k, v, **kw)
-    assert torch.equal(out, ref_out) and torch.equal(lse, ref_lse), "persistent and one-CTA-per-tile launches differ"
+    for out, lse in outs:
+        assert torch.equal(out, ref_out) and torch.equal(lse, ref_lse), "persistent and one-CTA-per-tile launches differ"
 
 
 # --- exp2 on the FMA units (FA4's MUFU relief): accuracy of the formula, compiles, GPU ----------------
