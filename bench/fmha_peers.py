@@ -140,6 +140,10 @@ VARIANTS = {
     # session 6: the persistent kernel with FA3's dynamic tile scheduler (an atomic counter)
     "dynamic_all": {"PERSISTENT": True, "ORDER": "dynamic"},
     "dynamic_diag": {"PERSISTENT": True, "ORDER": _DYN_DIAG},
+    "dyn_linear": {"SECTION_BYTES": 0},  # the dynamic order without L2 sections (query tile fastest, then head)
+    "dyn_sections_16m": {"SECTION_BYTES": 16 << 20},
+    # D=64 causal on 192 x 128 tiles, one key loop (two spill 592 bytes)
+    "dyn_d64c_192": {"TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)}, "MASK_LOOPS": False},
     "dyn_two_loops": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "MASK_LOOPS": True},
     "dyn_pp": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "PINGPONG": True},
     "dyn_d128c_pp": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "PINGPONG": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
@@ -329,7 +333,7 @@ def load_before():
 def variants(torch, names, rows: list, cases=VARIANT_CASES):
     from kernels import fmha, fmha_sm90
 
-    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS")}
+    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES")}
     for name in names:
         knobs = VARIANTS[name.split("#")[0]]
         try:

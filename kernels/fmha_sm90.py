@@ -129,6 +129,16 @@ MASK_LOOPS = {(64, True): True, (128, True): False}
 # loads and hands it to the consumers through shared memory, as FA3's causal scheduler does:
 # _FmhaSm90.fetch_tile); a string or a dict {(head_dim, crosses a diagonal): str} like TILES
 ORDER = {(64, False): "snake", (64, True): "dynamic", (128, False): "snake", (128, True): "dynamic"}
+# ORDER "dynamic" hands out the tiles of SECTION_BYTES of K/V at a time (a section: as many kv
+# heads' K and V as fit, all their q heads), the longest query tiles of every head of the
+# section first, heads fastest: the shortest tiles of the whole launch come last, so no CTA
+# starts a long tile when the others are nearly done (with one head at a time, the last
+# head's longest tile starts ~1/H of its head's work before the end). FA3 sizes its sections
+# for 32 MiB of L2. 0: the linear order (query tile fastest, then head, then batch). H200
+# (bench/h200/fmha_sched/run4-5, TFLOP/s, 32 MiB against 0): +0.4-1.3% on 4x16x4096 causal
+# D=128 and D=64, window, sink; 1x32x16384 causal 631-648 against 665-696 (a section of 4
+# heads' 8 MiB K/V each thrashes L2 where one head's tiles already fill a wave): left off.
+SECTION_BYTES = 0
 # FA4's relief for MUFU: the share of each row's scores whose exp2 is a polynomial on the FMA
 # units (kernels.fmha's exp2_fma_magic), by (head dim, crosses a diagonal); absent = 0. At D=64
 # one 64 x 128 block's 8192 exp2 take MUFU (16 a clock per SM) as long as its two wgmmas take
@@ -207,7 +217,10 @@ class _FmhaSm90:
         # > 0: packed split-KV (_PackedSplitSm90): a tile's rows are packed rows of one kv head's
         # `group` q heads, its key blocks one of num_splits shares, its O and LSE partials
         self.group = group
-        self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas, self.fma_cols, self.order, self.mask_loops = config
+        (
+            self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas, self.fma_cols, self.order,
+            self.mask_loops, self.section_bytes,
+        ) = config  # fmt: skip
         self.persistent = self.max_ctas < 2**31 - 1
         self.dynamic = self.persistent and self.order == "dynamic"  # tiles drawn from a counter (fetch_tile)
         self.consumer_wgs = self.block_m // 64
@@ -715,7 +728,9 @@ class _FmhaSm90:
 
         The query tile is the fastest index, last tile first (with a causal mask the longest
         rows start first and the short ones fill the tail), then head, then batch: the CTAs
-        that run together share a head's K and V in L2. Packed split-KV: head is the kv head
+        that run together share a head's K and V in L2. ORDER "dynamic" (SECTION_BYTES > 0):
+        by sections of whole kv heads, query tile slowest inside one (longest first), then
+        (batch, q head). Packed split-KV: head is the kv head
         (mQ's packed rows are indexed by it), then comes the split, then batch * Hkv; the
         split takes the split-th of num_splits equal contiguous shares of the tile's key
         blocks (possibly none).
@@ -730,6 +745,22 @@ class _FmhaSm90:
             batch = bh // hkv
             kv_head = bh - batch * hkv
             head = kv_head
+        elif cutlass.const_expr(self.dynamic and self.section_bytes > 0):
+            # sections of `heads` (batch, q head) pairs (whole kv heads' worth, SECTION_BYTES of
+            # K and V, at least one); inside one, the query tile slowest, longest first
+            hq = mQ.shape[2]
+            pairs = hq * mQ.shape[3]
+            keys_in_section = self.section_bytes // (4 * self.d)  # 2-byte K and V rows
+            heads = cutlass.min(cutlass.max(keys_in_section // cutlass.max(mK.shape[0], 1), 1) * (hq // hkv), pairs)
+            section = tile // (heads * m_tiles)
+            first = section * heads
+            here = cutlass.min(heads, pairs - first)  # (the last section may be smaller)
+            within = tile - first * m_tiles
+            m_block = m_tiles - 1 - within // here
+            pair = first + within % here
+            head = pair % hq
+            batch = pair // hq
+            kv_head = head // (hq // hkv)
         else:
             hq = mQ.shape[2]
             head = (tile // m_tiles) % hq
@@ -1047,6 +1078,7 @@ class Config(NamedTuple):
     fma_cols: int = 0  # EXP2_FMA: of a thread's BLOCK_N / 4 score columns per row, on the FMA units
     order: str = "stride"  # ORDER: which tile a persistent CTA takes in each round
     mask_loops: bool = False  # MASK_LOOPS
+    section_bytes: int = 0  # SECTION_BYTES, with ORDER "dynamic"
 
 
 def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
@@ -1069,7 +1101,7 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
         raise ValueError(f"ORDER must be 'stride', 'snake', 'dynamic' or a dict of them like TILES, not {ORDER!r}")
     return Config(
         block_m, block_n, STAGES, INTRA_WG_OVERLAP, pingpong, sm_count() if persistent else 2**31 - 1, fma_cols, order,
-        mask_loops(head_dim, has_left or has_right),
+        mask_loops(head_dim, has_left or has_right), SECTION_BYTES if order == "dynamic" else 0,
     )  # fmt: skip
 
 
