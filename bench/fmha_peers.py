@@ -302,16 +302,19 @@ def nvfp4_epilogue(torch, rows: list):
         del q, k, v
 
 
-# the kernel the "before" variant times: kernels/fmha_sm90.py as committed before the Config /
-# persistent changes (the source measured as "before" in bench/RESULTS.md, run1-run3)
-BEFORE_REV = "0e21c00"
+# the kernel the "before" variant times: kernels/fmha_sm90.py as committed at FMHA_BEFORE_REV
+# (default: session 6's first dynamic scheduler; the "before" of bench/RESULTS.md's h12 runs
+# 1-3 was 0e21c00, whose host function predates the counters argument)
+BEFORE_REV = os.environ.get("FMHA_BEFORE_REV", "3e4c70a")
 
 
 @functools.cache
 def load_before():
     """kernels.fmha_sm90 at BEFORE_REV: read from git history, or from the file named by
     FMHA_BEFORE_FILE where the tree has no history (the GPU machine: stage it with
-    `git show 0e21c00:kernels/fmha_sm90.py > .dev/fmha_sm90_before.py` and carry .dev)."""
+    `git show REV:kernels/fmha_sm90.py > .dev/before/fmha_sm90.py` and carry .dev/before).
+    Its launches go through kernels.ops like the current module's: the callers clear ops'
+    launch cache whenever they swap modules (both build the same configuration keys)."""
     path = os.environ.get("FMHA_BEFORE_FILE")
     if not path:
         try:
@@ -325,19 +328,18 @@ def load_before():
     spec = importlib.util.spec_from_file_location("kernels.fmha_sm90_before", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    # callers that key their launch caches on the current tile configuration see one of its own
-    module.config_for = lambda head_dim, has_left, has_right: ("before", head_dim, has_left, has_right)
     return module
 
 
 def variants(torch, names, rows: list, cases=VARIANT_CASES):
-    from kernels import fmha, fmha_sm90
+    from kernels import fmha, fmha_sm90, ops
 
     saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES")}
     for name in names:
         knobs = VARIANTS[name.split("#")[0]]
         try:
             fmha.fmha_sm90 = load_before() if knobs is None else fmha_sm90
+            ops.clear_launch_cache()  # (the before module's configurations are keyed like the current one's)
             for knob, value in {**saved, **(knobs or {})}.items():
                 setattr(fmha_sm90, knob, value)
             errs = [check_variant(torch, fmha, c) for c in ACCURACY_CASES]
@@ -356,6 +358,7 @@ def variants(torch, names, rows: list, cases=VARIANT_CASES):
             traceback.print_exc()
         finally:
             fmha.fmha_sm90 = fmha_sm90
+            ops.clear_launch_cache()
             for knob, value in saved.items():
                 setattr(fmha_sm90, knob, value)
 

@@ -92,8 +92,12 @@ INTRA_WG_OVERLAP = True
 PINGPONG = {(64, False): True, (64, True): False, (128, False): False, (128, True): False}
 EPILOGUE_BARRIER = 1  # named barriers 1.. : one per consumer warpgroup (its O rows in shared memory)
 TURN_BARRIER = 5  # named barriers 5, 6 (, 7): PINGPONG's turns, one per consumer
-TILE_FULL_BARRIER = 8  # ORDER "dynamic": the next tile index is in shared memory (producer -> consumers)
-TILE_EMPTY_BARRIER = 9  # ... and every consumer has read it (consumers -> producer)
+# ORDER "dynamic": named barriers 8 + 2 wg (the next tile's index is in shared memory: producer
+# -> consumer warpgroup wg) and 9 + 2 wg (wg has read it: wg -> producer), one pair per consumer
+# so that the consumers do not wait for each other at tile boundaries
+TILE_FULL_BARRIER = 8
+TILE_EMPTY_BARRIER = 9
+HANDOVER_THREADS = 32 + 128  # the producer warp and one consumer warpgroup
 # one CTA per SM walks the tiles (FA3's persistent scheduling, static order): the producer
 # loads the next tile's K/V (and Q, which has a buffer apart from O's) while the consumers
 # finish the current tile. The S fill before a tile's first S wgmma keeps ptxas from
@@ -227,7 +231,6 @@ class _FmhaSm90:
         self.threads = 128 * (1 + self.consumer_wgs)  # producer warpgroup + consumers
         # what the producer gives away, split evenly (setmaxnreg takes multiples of 8)
         self.consumer_regs = min(240, (REGISTERS - PRODUCER_REGS) // self.consumer_wgs // 8 * 8)
-        self.handover_threads = 32 + 128 * self.consumer_wgs  # ORDER "dynamic": the producer warp and the consumers
         self.dtype = dtype
         self.d = head_dim
         self.has_left = has_left
@@ -435,21 +438,17 @@ class _FmhaSm90:
                     cute.arch.barrier_arrive(barrier_id=TURN_BARRIER, number_of_threads=256)  # the first turn is the first consumer's
             compute = functools.partial(
                 self.compute_tile, m_tiles, num_splits, mQ, mK, mO, mLSE, mSink, mCodes, mScales, mGlobal, scale_log2, left, right,
-                pipe_q, pipe_k, pipe_v, mma_qk, mma_pv, s2g, sO, tSrQ, tSrK, tOrVt, acc_O, acc_S, rP, corr, row_max, row_sum,
-                tScS, ct, wg,
+                pipe_q, pipe_k, pipe_v, mma_qk, mma_pv, s2g, sO, sNext, n_tiles, tSrQ, tSrK, tOrVt, acc_O, acc_S, rP, corr,
+                row_max, row_sum, tScS, ct, wg,
             )  # fmt: skip
             if cutlass.const_expr(self.dynamic):
-                cute.arch.barrier_arrive(barrier_id=TILE_EMPTY_BARRIER, number_of_threads=self.handover_threads)  # the slot starts empty
+                cute.arch.barrier_arrive(barrier_id=TILE_EMPTY_BARRIER + 2 * wg, number_of_threads=HANDOVER_THREADS)  # the slot starts empty
                 tile = first_tile
                 while tile < n_tiles:
-                    q_state, state = compute(tile, q_state, state)
-                    cute.arch.barrier(barrier_id=TILE_FULL_BARRIER, number_of_threads=self.handover_threads)
-                    tile = sNext[0]
-                    if tile < n_tiles:  # (the producer writes no further tile after the last)
-                        cute.arch.barrier_arrive(barrier_id=TILE_EMPTY_BARRIER, number_of_threads=self.handover_threads)
+                    q_state, state, tile = compute(tile, q_state, state)  # (the next tile: take_tile)
             elif cutlass.const_expr(self.persistent):
                 for tile in cutlass.range(first_tile, n_tiles, ctas, unroll=1):
-                    q_state, state = compute(self.scheduled(tile, first_tile, ctas, n_tiles), q_state, state)
+                    q_state, state, _ = compute(self.scheduled(tile, first_tile, ctas, n_tiles), q_state, state)
             else:
                 # one tile: no loop around the body (with one, ptxas keeps more registers live
                 # and, at D=128, serializes the wgmmas: C7512, measured 30% slower)
@@ -525,6 +524,8 @@ class _FmhaSm90:
         mma_pv: cute.TiledMma,
         s2g: cute.TiledCopy,
         sO: cute.Tensor,
+        sNext,
+        n_tiles: I32,
         tSrQ: cute.Tensor,
         tSrK: cute.Tensor,
         tOrVt: cute.Tensor,
@@ -541,7 +542,10 @@ class _FmhaSm90:
         q_state,
         state,
     ):
-        """One consumer warpgroup's 64 rows of one tile: the key blocks, then the epilogue."""
+        """One consumer warpgroup's 64 rows of one tile: the key blocks, then the epilogue.
+
+        Returns the pipeline states and, with ORDER "dynamic", the warpgroup's next tile (taken
+        from the producer while the tile's last P V wgmma runs)."""
         m_block, head, batch, kv_head, n_block_max, n_blocks, split = self.tile_coords(tile, m_tiles, num_splits, mQ, mK, left, right)
         m0 = m_block * self.block_m
         sk = mK.shape[0]
@@ -552,6 +556,7 @@ class _FmhaSm90:
         row_sum.fill(0.0)
         softmax = functools.partial(self.softmax, acc_S, corr, row_max, row_sum, scale_log2, tScS, m0, sk, offset, left, right)
         pipe_q.consumer_wait(q_state)
+        next_tile = tile  # (static orders: the caller's loop knows)
         if n_blocks > 0:
             # the first (last-in-sequence) block: S and softmax; its P V goes with the next S
             pipe_k.consumer_wait(state)
@@ -586,9 +591,14 @@ class _FmhaSm90:
             _rescale(acc_O, corr)
             _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, state.index], False)
             self.mma_turn_done(wg)
+            if cutlass.const_expr(self.dynamic):
+                next_tile = self.take_tile(sNext, n_tiles, wg)
             warpgroup.wait_group(0)
             pipe_v.consumer_release(state)
             state.advance()
+        else:
+            if cutlass.const_expr(self.dynamic):
+                next_tile = self.take_tile(sNext, n_tiles, wg)
         # every S wgmma of this tile is complete: Q's buffer may take the next tile's
         pipe_q.consumer_release(q_state)
         q_state.advance()
@@ -596,7 +606,7 @@ class _FmhaSm90:
             self.partials_epilogue(acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mma_pv, ct, m0, batch * mK.shape[2] + kv_head, split)
         else:
             self.epilogue(acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mSink, mCodes, mScales, mGlobal, sO, mma_pv, s2g, ct, wg, m0, head, batch)
-        return q_state, state
+        return q_state, state, next_tile
 
     @cute.jit
     def scheduled(self, tile: I32, first_tile: I32, ctas: I32, n_tiles: I32) -> I32:
@@ -624,7 +634,8 @@ class _FmhaSm90:
         by an atomic counter, each to the first CTA whose producer asks, i.e. whose loads of
         its current tile are all issued (its consumers are on that tile's last blocks): a CTA
         that drew short tiles takes more of them. The index goes to the consumers through
-        shared memory once they have read the previous one (TILE_EMPTY/FULL_BARRIER). The last
+        shared memory once each has read the previous one (TILE_EMPTY/FULL_BARRIER, one pair
+        per consumer warpgroup; they take it with take_tile). The last
         CTA to draw an index past the end (each draws exactly one) puts both counters back to
         zero for the next launch: its acq_rel add orders every CTA's draws before its stores.
         """
@@ -633,16 +644,30 @@ class _FmhaSm90:
         if lane == 0:
             drawn = cute.arch.atomic_add(mCounters.iterator.llvm_ptr, I32(1), sem="relaxed", scope="gpu")
         tile = cute.arch.shuffle_sync(drawn, 0) + ctas
-        cute.arch.barrier(barrier_id=TILE_EMPTY_BARRIER, number_of_threads=self.handover_threads)
+        for w in cutlass.range_constexpr(self.consumer_wgs):
+            cute.arch.barrier(barrier_id=TILE_EMPTY_BARRIER + 2 * w, number_of_threads=HANDOVER_THREADS)
         if lane == 0:
             sNext[0] = tile
-        cute.arch.barrier_arrive(barrier_id=TILE_FULL_BARRIER, number_of_threads=self.handover_threads)
+        for w in cutlass.range_constexpr(self.consumer_wgs):
+            cute.arch.barrier_arrive(barrier_id=TILE_FULL_BARRIER + 2 * w, number_of_threads=HANDOVER_THREADS)
         if tile >= n_tiles:
             if lane == 0:
                 done = cute.arch.atomic_add((mCounters.iterator + 1).llvm_ptr, I32(1), sem="acq_rel", scope="gpu")
                 if done == ctas - 1:
                     mCounters[0] = I32(0)
                     mCounters[1] = I32(0)
+        return tile
+
+    @cute.jit
+    def take_tile(self, sNext: cute.Tensor, n_tiles: I32, wg: I32) -> I32:
+        """ORDER "dynamic", a consumer warpgroup: its next tile, from the producer (fetch_tile).
+
+        Called while the current tile's last P V wgmma runs: the producer wrote the index
+        blocks ago (once its loads of this tile were issued), so the barrier rarely waits."""
+        cute.arch.barrier(barrier_id=TILE_FULL_BARRIER + 2 * wg, number_of_threads=HANDOVER_THREADS)
+        tile = sNext[0]
+        if tile < n_tiles:  # (the producer writes no further index after the last)
+            cute.arch.barrier_arrive(barrier_id=TILE_EMPTY_BARRIER + 2 * wg, number_of_threads=HANDOVER_THREADS)
         return tile
 
     @cute.jit
