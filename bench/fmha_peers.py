@@ -144,6 +144,9 @@ VARIANTS = {
     "dyn_sections_16m": {"SECTION_BYTES": 16 << 20},
     # D=64 causal on 192 x 128 tiles, one key loop (two spill 592 bytes)
     "dyn_d64c_192": {"TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)}, "MASK_LOOPS": False},
+    # a third K/V buffer where shared memory has room (D=64: 96 KB -> 128 KB at 128 x 128, 144 KB at 192 x 128)
+    "d64_stages3": {"STAGES": {(64, False): 3, (64, True): 3, (128, False): 2, (128, True): 2}},
+    "split_stages3": {"SPLIT_STAGES": 3},  # the packed split-KV kernel (decode) with a third K/V buffer
     "dyn_two_loops": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "MASK_LOOPS": True},
     "dyn_pp": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "PINGPONG": True},
     "dyn_d128c_pp": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "PINGPONG": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
@@ -334,7 +337,7 @@ def load_before():
 def variants(torch, names, rows: list, cases=VARIANT_CASES):
     from kernels import fmha, fmha_sm90, ops
 
-    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES")}
+    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES")}
     for name in names:
         knobs = VARIANTS[name.split("#")[0]]
         try:
@@ -433,7 +436,7 @@ def main():
     parser.add_argument("--results", type=pathlib.Path)
     parser.add_argument("--variants", default="", help=f"comma-separated, of {sorted(VARIANTS)}")
     parser.add_argument("--skip-peers", action="store_true", help="only the variants")
-    parser.add_argument("--variant-cases", default="", help="indices into ISSUE_CASES (default: VARIANT_CASES)")
+    parser.add_argument("--variant-cases", default="", help="indices into ISSUE_CASES, or dN into DECODE_CASES (default: VARIANT_CASES)")
     parser.add_argument("--steps", default="issue,decode,nvfp4,accuracy,decode_accuracy", help="which peer steps, comma-separated")
     args = parser.parse_args()
     names = [n for n in args.variants.split(",") if n]
@@ -463,7 +466,8 @@ def main():
     }  # fmt: skip
     steps = [] if args.skip_peers else [all_steps[s] for s in chosen]
     if names:
-        vcases = [ISSUE_CASES[int(i)] for i in args.variant_cases.split(",")] if args.variant_cases else VARIANT_CASES
+        # indices into ISSUE_CASES, or into DECODE_CASES with a "d" in front
+        vcases = [DECODE_CASES[int(i[1:])] if i.startswith("d") else ISSUE_CASES[int(i)] for i in args.variant_cases.split(",")] if args.variant_cases else VARIANT_CASES
         steps.append(lambda: variants(torch, names, rows, vcases))
     for step in steps:
         try:

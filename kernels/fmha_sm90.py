@@ -77,7 +77,9 @@ TILES = {
     (128, True): (128, 128),
 }
 TILE_OVERRIDE = None  # (BLOCK_M, BLOCK_N) for every configuration: the knob sweep's
-STAGES = 2  # K/V shared-memory ring depth (D=128: Q 32 KB + O 32 KB + 2 x (K 32 KB + V 32 KB))
+# K/V shared-memory ring depth (D=128: Q 32 KB + O 32 KB + 2 x (K 32 KB + V 32 KB)); an int or a
+# dict like TILES. D=64 has room for 3: within +-1% of 2 (bench/h200/fmha_sched/run9)
+STAGES = 2
 PRODUCER_REGS = 24  # setmaxnreg: the producer only issues TMA
 REGISTERS = 512  # 64K registers over the CTA's warpgroups of 128 threads: producer + consumers <= 512 a thread
 # FA3's intra-warpgroup overlap: S(n) = Q K(n)^T and O += P(n+1) V(n+1) are issued together
@@ -1125,9 +1127,14 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
     if order not in ("stride", "snake", "dynamic"):
         raise ValueError(f"ORDER must be 'stride', 'snake', 'dynamic' or a dict of them like TILES, not {ORDER!r}")
     return Config(
-        block_m, block_n, STAGES, INTRA_WG_OVERLAP, pingpong, sm_count() if persistent else 2**31 - 1, fma_cols, order,
+        block_m, block_n, ring_stages(head_dim, has_left or has_right), INTRA_WG_OVERLAP, pingpong, sm_count() if persistent else 2**31 - 1, fma_cols, order,
         mask_loops(head_dim, has_left or has_right), SECTION_BYTES if order == "dynamic" else 0,
     )  # fmt: skip
+
+
+def ring_stages(head_dim: int, masked: bool) -> int:
+    """STAGES for one configuration (an int, or a dict by (head dim, crosses a diagonal))."""
+    return STAGES[(head_dim, masked)] if isinstance(STAGES, dict) else STAGES
 
 
 def mask_loops(head_dim: int, masked: bool) -> bool:
@@ -1178,6 +1185,7 @@ SPLIT_TILES = {64: (128, 128), 128: (128, 128)}
 # one split at Sq = 128 (8x32x128x4096) is slower than the plain kernel (0.127 against 0.108 ms:
 # the partials and the combine cost more than the K/V reads that packing saves).
 SPLIT_MIN_KEYS = 1024
+SPLIT_STAGES = 2  # its K/V ring (no O buffer: D=128 has room for 3, 224 KB; 3 was within the noise, run9)
 SPLIT_MIN_WASTE = 0.25
 SPLIT_CTAS_PER_SM = 1
 SPLIT_MIN_BLOCKS = 4
@@ -1222,7 +1230,7 @@ def compile_packed_split(
     if not packed_groups(group):
         raise ValueError(f"packed split-KV takes Hq / Hkv in 2, 4, ..., 128, not {group}")
     block_m, block_n = SPLIT_TILES[head_dim]
-    config = Config(block_m, block_n, STAGES, INTRA_WG_OVERLAP, False, 2**31 - 1, 0, "stride", mask_loops(head_dim, has_left or has_right))
+    config = Config(block_m, block_n, SPLIT_STAGES, INTRA_WG_OVERLAP, False, 2**31 - 1, 0, "stride", mask_loops(head_dim, has_left or has_right))
     return _compile_packed_split(dtype, head_dim, group, has_left, has_right, has_sink, arch, options, config)
 
 
