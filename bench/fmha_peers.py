@@ -147,6 +147,7 @@ VARIANTS = {
     # a third K/V buffer where shared memory has room (D=64: 96 KB -> 128 KB at 128 x 128, 144 KB at 192 x 128)
     "d64_stages3": {"STAGES": {(64, False): 3, (64, True): 3, (128, False): 2, (128, True): 2}},
     "split_stages3": {"SPLIT_STAGES": 3},  # the packed split-KV kernel (decode) with a third K/V buffer
+    "no_combine_pdl": {"fmha_decode.COMBINE_PDL": False},  # split-KV's combine as a plain launch (before session 6)
     "dyn_two_loops": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "MASK_LOOPS": True},
     "dyn_pp": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "PINGPONG": True},
     "dyn_d128c_pp": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "PINGPONG": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
@@ -337,14 +338,18 @@ def load_before():
 def variants(torch, names, rows: list, cases=VARIANT_CASES):
     from kernels import fmha, fmha_sm90, ops
 
+    from kernels import fmha_decode
+
+    decode_saved = {"COMBINE_PDL": fmha_decode.COMBINE_PDL}  # knobs of kernels.fmha_decode a variant may name as "fmha_decode.X"
     saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES")}
     for name in names:
         knobs = VARIANTS[name.split("#")[0]]
         try:
             fmha.fmha_sm90 = load_before() if knobs is None else fmha_sm90
             ops.clear_launch_cache()  # (the before module's configurations are keyed like the current one's)
-            for knob, value in {**saved, **(knobs or {})}.items():
-                setattr(fmha_sm90, knob, value)
+            for knob, value in {**saved, **{f"fmha_decode.{k}": v for k, v in decode_saved.items()}, **(knobs or {})}.items():
+                module, _, attribute = knob.rpartition(".")
+                setattr(fmha_decode if module == "fmha_decode" else fmha_sm90, attribute, value)
             errs = [check_variant(torch, fmha, c) for c in ACCURACY_CASES]
             print(f"variant {name}: relative errors {[round(e, 5) for e in errs]}", flush=True)
             for case in cases:
@@ -364,6 +369,8 @@ def variants(torch, names, rows: list, cases=VARIANT_CASES):
             ops.clear_launch_cache()
             for knob, value in saved.items():
                 setattr(fmha_sm90, knob, value)
+            for knob, value in decode_saved.items():
+                setattr(fmha_decode, knob, value)
 
 
 def check_variant(torch, fmha, case) -> float:

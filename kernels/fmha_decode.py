@@ -75,6 +75,13 @@ BLOCK_N = 64  # keys per streamed K/V tile
 STAGES = 3  # K/V tile pairs in shared memory: two blocks in flight while one is computed
 THREADS = 128
 COMBINE_WARPS = 4  # combine: one warp per packed row, 4 rows per CTA
+# the combine kernel as a programmatic dependent launch (PDL) where the arch has it: the split
+# kernel's CTAs allow it at their start (griddepcontrol.launch_dependents), so its CTAs are
+# scheduled as the split kernel's leave, and each waits (griddepcontrol.wait) until the split
+# kernel has finished and its partials are visible; without PDL the combine starts only after
+# the split kernel's end has gone through the launch queue
+COMBINE_PDL = True
+PDL_ARCHS = ("sm_90a", "sm_100a")
 COMBINE_UNROLL = 8  # splits whose partial O loads are in flight at once per warp
 MAX_SPLITS = 128
 # choose_splits (H200, bench/fmha_decode_sweep.py, bench/RESULTS.md): the decode path is
@@ -122,8 +129,11 @@ def _merge_lse(top, total, other_top, other_total):
 class _SplitKV(_Fmha):
     """One compiled configuration (dtype, head dim, masks, sink): split kernel + combine kernel."""
 
-    def __init__(self, dtype, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, key_warps: bool = False):
+    def __init__(
+        self, dtype, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, key_warps: bool = False, pdl: bool = False
+    ):
         super().__init__(dtype, head_dim, has_left, has_right, has_sink)
+        self.pdl = pdl  # COMBINE_PDL on an arch in PDL_ARCHS
         # <= 16 packed rows: one 16-row tile, warp w takes keys 16w .. 16w + 15 of every block
         # (one warp of 64-row tiles would do all the math on one SM sub-partition), and the
         # four warps' softmax states are merged through shared memory at the end
@@ -199,7 +209,8 @@ class _SplitKV(_Fmha):
         )
         if cutlass.const_expr(not self.key_warps):  # (the key_warps kernel's last CTA of a tile combines it)
             self.combine_kernel(mPartO, mPartLSE, mO, mLSE, mSink).launch(
-                grid=(cute.ceil_div(rows, COMBINE_WARPS) * bh, 1, 1), block=[COMBINE_WARPS * 32, 1, 1], stream=stream
+                grid=(cute.ceil_div(rows, COMBINE_WARPS) * bh, 1, 1), block=[COMBINE_WARPS * 32, 1, 1], stream=stream,
+                use_pdl=self.pdl,
             )
 
     # --- the split kernel: one (m-tile of packed rows, key range, batch * kv head) --------------
@@ -222,6 +233,8 @@ class _SplitKV(_Fmha):
     ):
         d = self.d
         dt = self.dtype
+        if cutlass.const_expr(self.pdl):
+            cute.arch.griddepcontrol_launch_dependents()  # (COMBINE_PDL: the combine may be scheduled)
         tidx, _, _ = cute.arch.thread_idx()
         tile, split, _ = cute.arch.block_idx()
         sk = mK.shape[1]
@@ -543,6 +556,8 @@ class _SplitKV(_Fmha):
     # --- the combine kernel: one warp per packed row ------------------------------------------
     @cute.kernel
     def combine_kernel(self, mPartO: cute.Tensor, mPartLSE: cute.Tensor, mO: cute.Tensor, mLSE: cute.Tensor, mSink: cute.Tensor):
+        if cutlass.const_expr(self.pdl):
+            cute.arch.griddepcontrol_wait()  # the split kernel is done, its partials visible
         tidx, _, _ = cute.arch.thread_idx()
         tile, _, _ = cute.arch.block_idx()
         lane = tidx % 32
@@ -616,7 +631,7 @@ def compile_decode(
     if arch not in ARCHS:
         raise ValueError(f"the decode path needs one of {ARCHS}, not {arch!r}")
     dt = DTYPES[dtype]
-    kernel = _SplitKV(dt, head_dim, has_left, has_right, has_sink, key_warps)
+    kernel = _SplitKV(dt, head_dim, has_left, has_right, has_sink, key_warps, COMBINE_PDL and arch in PDL_ARCHS and not key_warps)
     with lowering.prelowering(lowering.auto_pipeline(arch)):
         return cute.compile(kernel, *fake_arguments(dt), options=f"--gpu-arch {arch} {options}".strip())
 

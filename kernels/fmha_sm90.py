@@ -223,6 +223,7 @@ class _FmhaSm90:
         # > 0: packed split-KV (_PackedSplitSm90): a tile's rows are packed rows of one kv head's
         # `group` q heads, its key blocks one of num_splits shares, its O and LSE partials
         self.group = group
+        self.pdl = False  # packed split-KV: its combine kernel is a programmatic dependent launch
         (
             self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas, self.fma_cols, self.order,
             self.mask_loops, self.section_bytes,
@@ -360,6 +361,8 @@ class _FmhaSm90:
         Smem: cutlass.Constexpr,
     ):
         d = self.d
+        if cutlass.const_expr(self.pdl):
+            cute.arch.griddepcontrol_launch_dependents()  # (packed split-KV, fmha_decode.COMBINE_PDL: the combine may be scheduled)
         tidx, _, _ = cute.arch.thread_idx()
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         first_tile, _, _ = cute.arch.block_idx()
@@ -1086,9 +1089,10 @@ class _PackedSplitSm90(_FmhaSm90):
             tQ, tK, tV, tma_q, tma_k, tma_v, mPartO, mPartLSE, mSink, mPartO, mPartLSE, mPartO, mPartLSE, scale_log2, left, right,
             m_tiles, n_tiles, num_splits, sQ_layout, sKV_layout, mma_qk, mma_pv, s2g, Smem,
         ).launch(grid=(n_tiles, 1, 1), block=[self.threads, 1, 1], stream=stream, min_blocks_per_mp=1)  # fmt: skip
-        combine = fmha_decode._SplitKV(dt, d, self.has_left, self.has_right, self.has_sink)
+        combine = fmha_decode._SplitKV(dt, d, self.has_left, self.has_right, self.has_sink, pdl=self.pdl)
         combine.combine_kernel(mPartO, mPartLSE, mO, mLSE, mSink).launch(
-            grid=(cute.ceil_div(rows, fmha_decode.COMBINE_WARPS) * bh, 1, 1), block=[fmha_decode.COMBINE_WARPS * 32, 1, 1], stream=stream
+            grid=(cute.ceil_div(rows, fmha_decode.COMBINE_WARPS) * bh, 1, 1), block=[fmha_decode.COMBINE_WARPS * 32, 1, 1], stream=stream,
+            use_pdl=self.pdl,
         )
 
 
@@ -1229,18 +1233,23 @@ def compile_packed_split(
         raise ValueError(f"the wgmma path targets {ARCHS}, not {arch!r}")
     if not packed_groups(group):
         raise ValueError(f"packed split-KV takes Hq / Hkv in 2, 4, ..., 128, not {group}")
+    from kernels import fmha_decode  # (it imports kernels.fmha, which imports this module)
+
     block_m, block_n = SPLIT_TILES[head_dim]
     config = Config(block_m, block_n, SPLIT_STAGES, INTRA_WG_OVERLAP, False, 2**31 - 1, 0, "stride", mask_loops(head_dim, has_left or has_right))
-    return _compile_packed_split(dtype, head_dim, group, has_left, has_right, has_sink, arch, options, config)
+    pdl = fmha_decode.COMBINE_PDL and arch in fmha_decode.PDL_ARCHS
+    return _compile_packed_split(dtype, head_dim, group, has_left, has_right, has_sink, arch, options, config, pdl)
 
 
 @functools.cache
 def _compile_packed_split(
-    dtype: str, head_dim: int, group: int, has_left: bool, has_right: bool, has_sink: bool, arch: str, options: str, config: Config
-):
+    dtype: str, head_dim: int, group: int, has_left: bool, has_right: bool, has_sink: bool, arch: str, options: str, config: Config,
+    pdl: bool,
+):  # fmt: skip
     from kernels import fmha_decode  # (it imports kernels.fmha, which imports this module)
 
     dt = DTYPES[dtype]
     kernel = _PackedSplitSm90(dt, head_dim, has_left, has_right, has_sink, False, config, group)
+    kernel.pdl = pdl
     with lowering.prelowering(lowering.auto_pipeline(arch)):
         return cute.compile(kernel, *fmha_decode.fake_arguments(dt), options=f"--gpu-arch {arch} {options}".strip())

@@ -50,6 +50,15 @@ FEATURES = [
 LAYOUTS = [("bfloat16", 128), ("float16", 64)]
 
 
+def test_compiles_decode_sm80_without_pdl(tmp_path, monkeypatch):
+    """sm_80 has no griddepcontrol: the combine there is a plain launch after the split kernel."""
+    from kernels import fmha
+
+    monkeypatch.chdir(tmp_path)
+    ptx = fmha.compile_attention("bfloat16", 128, True, (-1, -1), False, "sm_80", path="decode", options="--keep-ptx").__ptx__
+    assert ptx.count(".entry") == 2 and "griddepcontrol" not in ptx
+
+
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
 @pytest.mark.parametrize("i", range(len(FEATURES)))
 def test_compiles_decode(arch, i, tmp_path, monkeypatch):
@@ -70,11 +79,15 @@ def test_compiles_decode(arch, i, tmp_path, monkeypatch):
     if head_dim == 128:  # the combine's partial O loads: 16 bytes a lane
         assert "ld.global.v4.b32" in ptx or "ld.global.v2.b64" in ptx  # (sm_100a spells them the second way)
     assert ".minnctapersm 2" in ptx
+    # the combine is a programmatic dependent launch (COMBINE_PDL, both archs here): the split
+    # kernel lets it be scheduled, the combine waits for the split kernel's partials
+    assert ptx.count("griddepcontrol.launch_dependents") == 1 and ptx.count("griddepcontrol.wait") == 1
     # <= 16 packed rows: one kernel, whose last CTA per tile combines (an acq_rel arrival count)
     fn = _decode().compile_decode(dtype, head_dim, window[0] >= 0, causal or window[1] >= 0, sink, arch, "--keep-ptx", key_warps=True)
     ptx = fn.__ptx__
     assert ptx.count(".entry") == 1 and "key_warps" in ptx
     assert "atom.global.acq_rel.add" in ptx and "fence.acq_rel.gpu" in ptx
+    assert "griddepcontrol" not in ptx  # (no second kernel to launch early)
     assert "ld.local" not in ptx and "st.local" not in ptx
 
 

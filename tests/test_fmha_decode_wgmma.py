@@ -40,6 +40,7 @@ def test_compiles_packed_split(i, tmp_path, monkeypatch):
     assert len(entries) == 2 and "PackedSplitSm90" in entries[0] and "combine_kernel" in entries[1], entries
     assert "wgmma.mma_async" in ptx
     assert "cp.async.bulk.tensor.5d" in ptx, "Q is not loaded as one packed TMA box"
+    assert ptx.count("griddepcontrol.launch_dependents") == 1 and ptx.count("griddepcontrol.wait") == 1  # the combine: PDL
     assert "st.local" not in ptx and "ld.local" not in ptx
 
 
