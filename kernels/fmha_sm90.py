@@ -640,9 +640,9 @@ class _FmhaSm90:
         its current tile are all issued (its consumers are on that tile's last blocks): a CTA
         that drew short tiles takes more of them. The index goes to the consumers through
         shared memory once each has read the previous one (TILE_EMPTY/FULL_BARRIER, one pair
-        per consumer warpgroup; they take it with take_tile). The last
-        CTA to draw an index past the end (each draws exactly one) puts both counters back to
-        zero for the next launch: its acq_rel add orders every CTA's draws before its stores.
+        per consumer warpgroup; they take it with take_tile). The last CTA to draw an index
+        past the end (each draws exactly one) puts both counters back to zero for the next
+        launch: its acq_rel add orders every CTA's draws before its stores.
         """
         lane = cute.arch.lane_idx()
         drawn = I32(0)
