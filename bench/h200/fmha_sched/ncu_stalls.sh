@@ -14,4 +14,5 @@ for who in ours fa3; do
 done
 ncu -i "$OUT/ours.ncu-rep" --page source --csv --print-source sass > "$OUT/ours_source.csv" 2>&1 || true
 rm -f "$OUT"/*.ncu-rep
-ls -la "$OUT"; tail -c 400 "$OUT/ncu_ours.log"
+python3 bench/h200/fmha_sched/stall_regions.py "$OUT/ours_source.csv" > "$OUT/ours_regions.txt" 2>&1
+ls -la "$OUT"; tail -c 400 "$OUT/ncu_ours.log"; head -20 "$OUT/ours_regions.txt"
