@@ -101,6 +101,8 @@ def _cand(d64c=(128, 128), **knobs):
 
 # name: {knob: value} of kernels.fmha_sm90 ("before": the previous kernel file)
 # (a name may carry a suffix "#2" to time the same variant again later in the run)
+_D64_ONLY = {(64, False): True, (64, True): True, (128, False): False, (128, True): False}
+_D64_UNMASKED = {(64, False): True, (64, True): False, (128, False): False, (128, True): False}
 _DYN_DIAG = {(64, False): "snake", (64, True): "dynamic", (128, False): "snake", (128, True): "dynamic"}
 VARIANTS = {
     "before": None,
@@ -148,6 +150,13 @@ VARIANTS = {
     "d64_stages3": {"STAGES": {(64, False): 3, (64, True): 3, (128, False): 2, (128, True): 2}},
     "split_stages3": {"SPLIT_STAGES": 3},  # the packed split-KV kernel (decode) with a third K/V buffer
     "no_combine_pdl": {"fmha_decode.COMBINE_PDL": False},  # split-KV's combine as a plain launch (before session 6)
+    # P through shared memory (P_SMEM) with the wider D=64 tiles it lets fit (FA3: 192 x 192
+    # without a mask, 192 x 128 causal); compiled without spills, first timing pending
+    "p_smem_d64_176": {"P_SMEM": _D64_UNMASKED, "TILES": {**_T128, (64, False): (192, 176)}},
+    "p_smem_d64_160": {"P_SMEM": _D64_UNMASKED, "TILES": {**_T128, (64, False): (192, 160)}},
+    "p_smem_d64_192": {"P_SMEM": _D64_UNMASKED, "TILES": {**_T128, (64, False): (192, 192)}},
+    "p_smem_d64_128": {"P_SMEM": _D64_UNMASKED, "TILES": {**_T128, (64, False): (192, 128)}},
+    "p_smem_d64c_192": {"P_SMEM": _D64_ONLY, "TILES": {**_T128, (64, False): (192, 176), (64, True): (192, 128)}},
     "dyn_two_loops": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "MASK_LOOPS": True},
     "dyn_pp": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "PINGPONG": True},
     "dyn_d128c_pp": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "PINGPONG": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
@@ -341,7 +350,7 @@ def variants(torch, names, rows: list, cases=VARIANT_CASES):
     from kernels import fmha_decode
 
     decode_saved = {"COMBINE_PDL": fmha_decode.COMBINE_PDL}  # knobs of kernels.fmha_decode a variant may name as "fmha_decode.X"
-    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES")}
+    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES", "P_SMEM")}
     for name in names:
         knobs = VARIANTS[name.split("#")[0]]
         try:

@@ -117,6 +117,14 @@ HANDOVER_THREADS = 32 + 128  # the producer warp and one consumer warpgroup
 # dynamic order loses 1-2% at D=128 (684 / 699), so those keep the snake. True: always;
 # False: one CTA per tile; or a dict {(head_dim, crosses a diagonal): bool} like TILES.
 PERSISTENT = {(64, False): True, (64, True): True, (128, False): True, (128, True): True}
+# P through shared memory (FA3's choice at D=64 without a mask, with 192 x 192 tiles): the
+# softmax writes P (bf16/fp16) to a shared-memory tile and P V takes both operands from shared
+# memory, which frees P's registers (BLOCK_N / 2 a thread) for a wider S. A bool or a dict
+# like TILES. Compiled (ptxas 13.0, no wgmma serialized): D=64 without a mask 192 x 128,
+# 192 x 160, 192 x 176 spill nothing, 192 x 192 112 bytes; D=64 causal 192 x 128 with two key
+# loops nothing (with P in registers: 592 bytes and every wgmma serialized). Not yet timed on
+# a GPU (the fmha_peers variants p_smem_*), so off.
+P_SMEM = False
 # with a right limit and no left one (causal), the key loop as two loops: the blocks that cross
 # the diagonal or the key tail (the first visited), the element mask compiled in, then the
 # rest without it (FA3 splits its loop too); False: one loop that decides per block at run
@@ -226,7 +234,7 @@ class _FmhaSm90:
         self.pdl = False  # packed split-KV: its combine kernel is a programmatic dependent launch
         (
             self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas, self.fma_cols, self.order,
-            self.mask_loops, self.section_bytes,
+            self.mask_loops, self.section_bytes, self.p_smem,
         ) = config  # fmt: skip
         self.persistent = self.max_ctas < 2**31 - 1
         self.dynamic = self.persistent and self.order == "dynamic"  # tiles drawn from a counter (fetch_tile)
@@ -297,6 +305,20 @@ class _FmhaSm90:
             k: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
             v: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
 
+        if cutlass.const_expr(self.p_smem):
+
+            @cute.struct
+            class Smem:  # noqa: F811 (the same, and P's tile)
+                bar_q: cute.struct.MemRange[cutlass.Int64, 2]
+                bar_k: cute.struct.MemRange[cutlass.Int64, 2 * stages]
+                bar_v: cute.struct.MemRange[cutlass.Int64, 2 * stages]
+                next_tile: cute.struct.MemRange[I32, 2]
+                q: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]
+                o: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]
+                k: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
+                v: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
+                p: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(_smem_layout(dt, self.block_m, self.block_n))], 1024]
+
         # shared -> global for O: 16-byte copies, 8 elements a thread, one warpgroup
         s2g = row_copy(cute.nvgpu.CopyUniversalOp(), dt, 128)
         # one CTA per SM walking the tiles (PERSISTENT), or one CTA per tile
@@ -326,7 +348,7 @@ class _FmhaSm90:
         )
         mma_pv = sm90.make_trivial_tiled_mma(
             dt, dt, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.MN, F32, (self.consumer_wgs, 1, 1), (64, d),
-            a_source=warpgroup.OperandSource.RMEM,
+            a_source=warpgroup.OperandSource.SMEM if self.p_smem else warpgroup.OperandSource.RMEM,
         )  # fmt: skip
         return sQ_layout, sKV_layout, q_load, k_load, v_load, mma_qk, mma_pv
 
@@ -435,6 +457,12 @@ class _FmhaSm90:
             row_sum = cute.make_rmem_tensor((n_rows,), F32)
             acc_S = cute.make_rmem_tensor(wg_qk.partition_shape_C((self.block_m, self.block_n)), F32)
             rP = cute.make_fragment_like(acc_S, self.dtype)  # P of the block whose P V is next
+            if cutlass.const_expr(self.p_smem):
+                # P's shared-memory tile: the A operand of P V, written from rP (store_p)
+                sP_layout = _smem_layout(self.dtype, self.block_m, self.block_n)
+                sP = storage.p.get_tensor(sP_layout.outer, swizzle=sP_layout.inner)
+                p_copy = cute.make_tiled_copy_C(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), self.dtype), mma_qk)
+                rP = (rP, wg_pv.make_fragment_A(wg_pv.partition_A(sP)), p_copy.get_slice(ct), p_copy.get_slice(ct).partition_D(sP))
             corr = cute.make_rmem_tensor((n_rows,), F32)
             q_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 1)
             state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
@@ -536,7 +564,7 @@ class _FmhaSm90:
         tOrVt: cute.Tensor,
         acc_O: cute.Tensor,
         acc_S: cute.Tensor,
-        rP: cute.Tensor,
+        rP,
         corr: cute.Tensor,
         row_max: cute.Tensor,
         row_sum: cute.Tensor,
@@ -555,7 +583,7 @@ class _FmhaSm90:
         m0 = m_block * self.block_m
         sk = mK.shape[0]
         offset = sk - self.queries(mQ)  # bottom-right alignment of the masks
-        tOrP = _as_operand_a(rP)
+        tOrP = rP[1] if cutlass.const_expr(self.p_smem) else _as_operand_a(rP)
         acc_O.fill(0.0)
         row_max.fill(-F32.inf)
         row_sum.fill(0.0)
@@ -576,7 +604,7 @@ class _FmhaSm90:
             warpgroup.wait_group(0)
             pipe_k.consumer_release(state)
             softmax(n_block_max - 1)  # O is still zero: its first rescale (by 0) changes nothing
-            rP.store(acc_S.load().to(self.dtype))
+            self.store_p(rP, acc_S, wg)
             step = functools.partial(
                 self.key_block, pipe_k, pipe_v, mma_qk, mma_pv, tSrQ, tSrK, tOrVt, acc_O, acc_S, rP, tOrP, corr, softmax, wg, n_block_max
             )  # fmt: skip
@@ -687,7 +715,7 @@ class _FmhaSm90:
         tOrVt: cute.Tensor,
         acc_O: cute.Tensor,
         acc_S: cute.Tensor,
-        rP: cute.Tensor,
+        rP,
         tOrP: cute.Tensor,
         corr: cute.Tensor,
         softmax,
@@ -727,8 +755,22 @@ class _FmhaSm90:
             warpgroup.wait_group(0)
             pipe_k.consumer_release(state)
             softmax(n_block_max - 1 - it, masked)
-        rP.store(acc_S.load().to(self.dtype))
+        self.store_p(rP, acc_S, wg)
         return state
+
+    @cute.jit
+    def store_p(self, rP, acc_S: cute.Tensor, wg: I32):
+        """P (acc_S after the softmax) as the A operand of the next P V: in registers, or with
+        P_SMEM through this warpgroup's rows of P's shared-memory tile, visible to wgmma (the
+        async proxy) and complete for all four warps before anyone issues it."""
+        if cutlass.const_expr(self.p_smem):
+            regs, _, thr_copy, dst = rP
+            regs.store(acc_S.load().to(self.dtype))
+            cute.copy(thr_copy, thr_copy.retile(regs), dst)
+            cute.arch.fence_proxy("async.shared", space="cta")
+            cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
+        else:
+            rP.store(acc_S.load().to(self.dtype))
 
     @cute.jit
     def masked_iterations(self, m0: I32, n_block_max: I32, n_blocks: I32, sk: I32, offset: I32, right: I32) -> I32:
@@ -1110,6 +1152,7 @@ class Config(NamedTuple):
     order: str = "stride"  # ORDER: which tile a persistent CTA takes in each round
     mask_loops: bool = False  # MASK_LOOPS
     section_bytes: int = 0  # SECTION_BYTES, with ORDER "dynamic"
+    p_smem: bool = False  # P_SMEM
 
 
 def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
@@ -1133,6 +1176,7 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
     return Config(
         block_m, block_n, ring_stages(head_dim, has_left or has_right), INTRA_WG_OVERLAP, pingpong, sm_count() if persistent else 2**31 - 1, fma_cols, order,
         mask_loops(head_dim, has_left or has_right), SECTION_BYTES if order == "dynamic" else 0,
+        P_SMEM[(head_dim, has_left or has_right)] if isinstance(P_SMEM, dict) else bool(P_SMEM),
     )  # fmt: skip
 
 

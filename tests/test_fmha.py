@@ -219,6 +219,25 @@ def test_compiles_wgmma(i, layout, tmp_path, monkeypatch):
     assert fmha.compile_attention(dtype, head_dim, causal, window, sink, "sm_90a", options="--keep-ptx") is fn
 
 
+@pytest.mark.parametrize("causal, tile", [(False, (192, 176)), (True, (192, 128))])
+def test_compiles_wgmma_p_smem(causal, tile, tmp_path, monkeypatch):
+    """P_SMEM (D=64, FA3's wider tiles): P V takes P from a shared-memory tile that the softmax
+    wrote and fenced for the async proxy; no spills, no wgmma serialized (ptxas is not run
+    here: the PTX has no local memory and the P V wgmmas name two descriptors)."""
+    monkeypatch.chdir(tmp_path)
+    fmha = _fmha()
+    sm90 = fmha.fmha_sm90
+    monkeypatch.setattr(sm90, "P_SMEM", True)
+    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (64, causal): tile})
+    fn = fmha.compile_attention("bfloat16", 64, causal, (-1, -1), False, "sm_90a", path="wgmma", options="--keep-ptx")
+    ptx = fn.__ptx__
+    pv = [line for line in ptx.splitlines() if "wgmma.mma_async.sync.aligned.m64n64k16" in line]
+    assert pv and all(re.search(r"\}, %rd\d+, %rd\d+,", line) for line in pv), "P V does not read P from shared memory"
+    assert f"wgmma.mma_async.sync.aligned.m64n{tile[1]}k16" in ptx
+    assert "fence.proxy.async.shared::cta" in ptx
+    assert "ld.local" not in ptx and "st.local" not in ptx
+
+
 def test_path_choice():
     fmha = _fmha()
     assert fmha.resolve_path("auto", "sm_90a") == "wgmma"
@@ -406,6 +425,20 @@ def test_gpu_wgmma_persistent_matches_one_cta_per_tile(shape, d, causal, window,
     ref_out, ref_lse = fmha.attention(q, k, v, **kw)
     for out, lse in outs:
         assert torch.equal(out, ref_out) and torch.equal(lse, ref_lse), "persistent and one-CTA-per-tile launches differ"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal, window, sink, tile", [(False, (-1, -1), False, (192, 176)), (True, (-1, -1), False, (192, 128)), (False, (300, 40), True, (192, 128))])
+def test_gpu_wgmma_p_smem(causal, window, sink, tile, monkeypatch):
+    """P_SMEM at D=64 on FA3's wider tiles (off by default, not yet timed): the reference's values
+    on ragged shapes with GQA, masks and a sink."""
+    torch = _cuda()
+    _gpu_path(torch, "wgmma")
+    sm90 = _fmha().fmha_sm90
+    monkeypatch.setattr(sm90, "P_SMEM", True)
+    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (64, causal or window[0] >= 0): tile})
+    _check(torch, torch.bfloat16, 2, 1000, 1100, 8, 2, 64, causal, window, sink, path="wgmma")
+    _check(torch, torch.float16, 1, 4096, 4096, 4, 4, 64, causal, window, sink, path="wgmma", seed=3)
 
 
 # --- exp2 on the FMA units (FA4's MUFU relief): accuracy of the formula, compiles, GPU ----------------
