@@ -27,10 +27,9 @@ LOG2E = math.log2(math.e)
 LN2 = math.log(2.0)
 
 
-def fake_arguments(dt) -> tuple:
-    """Compile-time stand-ins for the attention host functions' arguments (fmha.py's and
-    fmha_sm90.py's call): q, k, v, out, lse, sink, the NVFP4 outputs, counters, b, sq, sk,
-    hq, hkv, scale_log2, left, right, stream."""
+def fake_io_pointers(dt) -> tuple:
+    """Compile-time stand-ins for every attention host function's first arguments: q, k, v,
+    out (16-byte aligned `dt`), lse and sink (f32)."""
     gmem = cute.AddressSpace.gmem
     return (
         make_ptr(dt, 16, gmem, assumed_align=16),
@@ -39,8 +38,17 @@ def fake_arguments(dt) -> tuple:
         make_ptr(dt, 16, gmem, assumed_align=16),
         make_ptr(F32, 16, gmem, assumed_align=4),
         make_ptr(F32, 16, gmem, assumed_align=4),
+    )
+
+
+def fake_arguments(dt) -> tuple:
+    """Compile-time stand-ins for the attention host functions' arguments (fmha.py's and
+    fmha_sm90.py's call): q, k, v, out, lse, sink, the NVFP4 outputs, counters, b, sq, sk,
+    hq, hkv, scale_log2, left, right, stream."""
+    return (
+        *fake_io_pointers(dt),
         *nvfp4.output_pointers(16, 16, 16),
-        make_ptr(I32, 16, gmem, assumed_align=4),
+        make_ptr(I32, 16, cute.AddressSpace.gmem, assumed_align=4),
         I32(1), I32(1), I32(1), I32(1), I32(1),
         F32(1.0), I32(0), I32(0),
         cuda.CUstream(0),

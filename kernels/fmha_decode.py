@@ -58,6 +58,7 @@ from kernels.attention_parts import (
     LOG2E,
     add,
     bshd_tensors,
+    fake_io_pointers,
     finish_row,
     ldmatrix_copies,
     quad_allreduce,
@@ -642,12 +643,7 @@ def fake_arguments(dt) -> tuple:
     counters, b, sq, sk, hq, hkv, num_splits, scale_log2, left, right, stream."""
     gmem = cute.AddressSpace.gmem
     return (
-        make_ptr(dt, 16, gmem, assumed_align=16),
-        make_ptr(dt, 16, gmem, assumed_align=16),
-        make_ptr(dt, 16, gmem, assumed_align=16),
-        make_ptr(dt, 16, gmem, assumed_align=16),
-        make_ptr(F32, 16, gmem, assumed_align=4),
-        make_ptr(F32, 16, gmem, assumed_align=4),
+        *fake_io_pointers(dt),
         make_ptr(F32, 16, gmem, assumed_align=16),
         make_ptr(F32, 16, gmem, assumed_align=4),
         make_ptr(I32, 16, gmem, assumed_align=4),
