@@ -157,6 +157,9 @@ VARIANTS = {
     "p_smem_d64_192": {"P_SMEM": _D64_UNMASKED, "TILES": {**_T128, (64, False): (192, 192)}},
     "p_smem_d64_128": {"P_SMEM": _D64_UNMASKED, "TILES": {**_T128, (64, False): (192, 128)}},
     "p_smem_d64c_192": {"P_SMEM": _D64_ONLY, "TILES": {**_T128, (64, False): (192, 176), (64, True): (192, 128)}},
+    # session 7: O rescaled after the softmax (FA3/FA4's place), outside PINGPONG's turn
+    "late_rescale": {"LATE_RESCALE": True},
+    "late_rescale_d64": {"LATE_RESCALE": _D64_ONLY},
     "dyn_two_loops": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "MASK_LOOPS": True},
     "dyn_pp": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "PINGPONG": True},
     "dyn_d128c_pp": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "PINGPONG": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
@@ -350,7 +353,7 @@ def variants(torch, names, rows: list, cases=VARIANT_CASES):
     from kernels import fmha_decode
 
     decode_saved = {"COMBINE_PDL": fmha_decode.COMBINE_PDL}  # knobs of kernels.fmha_decode a variant may name as "fmha_decode.X"
-    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES", "P_SMEM")}
+    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES", "P_SMEM", "LATE_RESCALE")}
     for name in names:
         knobs = VARIANTS[name.split("#")[0]]
         try:

@@ -125,6 +125,13 @@ PERSISTENT = {(64, False): True, (64, True): True, (128, False): True, (128, Tru
 # loops nothing (with P in registers: 592 bytes and every wgmma serialized). Not yet timed on
 # a GPU (the fmha_peers variants p_smem_*), so off.
 P_SMEM = False
+# with INTRA_WG_OVERLAP, when O takes the softmax's correction factor: False, just before the
+# P V wgmma that adds the block (between the S and the P V issue, inside PINGPONG's turn); True,
+# as FA3 and FA4 do, right after the softmax that computed it, once the previous P V is complete
+# (the multiplies then run beside the softmax's exp2s, and a turn only issues wgmmas). O is
+# zero after a tile's first block, so that block's factor is never applied. A bool or a dict
+# like TILES.
+LATE_RESCALE = False
 # with a right limit and no left one (causal), the key loop as two loops: the blocks that cross
 # the diagonal or the key tail (the first visited), the element mask compiled in, then the
 # rest without it (FA3 splits its loop too); False: one loop that decides per block at run
@@ -234,7 +241,7 @@ class _FmhaSm90:
         self.pdl = False  # packed split-KV: its combine kernel is a programmatic dependent launch
         (
             self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas, self.fma_cols, self.order,
-            self.mask_loops, self.section_bytes, self.p_smem,
+            self.mask_loops, self.section_bytes, self.p_smem, self.late_rescale,
         ) = config  # fmt: skip
         self.persistent = self.max_ctas < 2**31 - 1
         self.dynamic = self.persistent and self.order == "dynamic"  # tiles drawn from a counter (fetch_tile)
@@ -621,7 +628,8 @@ class _FmhaSm90:
                     state = step(it, state, None)
             pipe_v.consumer_wait(state)
             self.mma_turn_wait(wg)
-            _rescale(acc_O, corr)
+            if cutlass.const_expr(not self.late_rescale):
+                _rescale(acc_O, corr)  # (LATE_RESCALE: done after the last softmax; O is zero after the first)
             _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, state.index], False)
             self.mma_turn_done(wg)
             if cutlass.const_expr(self.dynamic):
@@ -733,10 +741,12 @@ class _FmhaSm90:
         pipe_v.consumer_wait(v_state)
         if cutlass.const_expr(self.overlap):
             # S(n) and O += P(n+1) V(n+1) in flight together; softmax(n) once S(n) is in.
-            # O takes the correction of P(n+1)'s softmax while the S wgmma runs.
+            # O takes the correction of P(n+1)'s softmax while the S wgmma runs, or with
+            # LATE_RESCALE that of P(n)'s once the P V is complete
             self.mma_turn_wait(wg)
             _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
-            _rescale(acc_O, corr)
+            if cutlass.const_expr(not self.late_rescale):
+                _rescale(acc_O, corr)
             _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, v_state.index], False)
             self.mma_turn_done(wg)
             warpgroup.wait_group(1)
@@ -744,6 +754,8 @@ class _FmhaSm90:
             softmax(n_block_max - 1 - it, masked)
             warpgroup.wait_group(0)
             pipe_v.consumer_release(v_state)
+            if cutlass.const_expr(self.late_rescale):
+                _rescale(acc_O, corr)
         else:
             self.mma_turn_wait(wg)
             _rescale(acc_O, corr)
@@ -1153,6 +1165,7 @@ class Config(NamedTuple):
     mask_loops: bool = False  # MASK_LOOPS
     section_bytes: int = 0  # SECTION_BYTES, with ORDER "dynamic"
     p_smem: bool = False  # P_SMEM
+    late_rescale: bool = False  # LATE_RESCALE (with INTRA_WG_OVERLAP)
 
 
 def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
@@ -1177,6 +1190,7 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
         block_m, block_n, ring_stages(head_dim, has_left or has_right), INTRA_WG_OVERLAP, pingpong, sm_count() if persistent else 2**31 - 1, fma_cols, order,
         mask_loops(head_dim, has_left or has_right), SECTION_BYTES if order == "dynamic" else 0,
         P_SMEM[(head_dim, has_left or has_right)] if isinstance(P_SMEM, dict) else bool(P_SMEM),
+        INTRA_WG_OVERLAP and (LATE_RESCALE[(head_dim, has_left or has_right)] if isinstance(LATE_RESCALE, dict) else bool(LATE_RESCALE)),
     )  # fmt: skip
 
 
