@@ -160,6 +160,8 @@ VARIANTS = {
     # session 7: O rescaled after the softmax (FA3/FA4's place), outside PINGPONG's turn
     "late_rescale": {"LATE_RESCALE": True},
     "late_rescale_d64": {"LATE_RESCALE": _D64_ONLY},
+    "lr_cand": {"LATE_RESCALE": {(64, False): True, (64, True): True, (128, False): False, (128, True): True}},
+    "lr_pp_all": {"LATE_RESCALE": True, "PINGPONG": True},  # FA3's scheduler barrier at D=128 too
     "dyn_two_loops": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "MASK_LOOPS": True},
     "dyn_pp": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "PINGPONG": True},
     "dyn_d128c_pp": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "PINGPONG": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
