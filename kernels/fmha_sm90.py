@@ -130,8 +130,12 @@ P_SMEM = False
 # as FA3 and FA4 do, right after the softmax that computed it, once the previous P V is complete
 # (the multiplies then run beside the softmax's exp2s, and a turn only issues wgmmas). O is
 # zero after a tile's first block, so that block's factor is never applied. A bool or a dict
-# like TILES.
-LATE_RESCALE = False
+# like TILES. H200 (bench/h200/fmha_sched/run14-15, TFLOP/s, two passes, against False): D=128
+# causal 4x16x4096 606-607 / 601, 2x16x8192 653-655 / 647-648, 1x32x16384 671-678 / 657-666,
+# window 492-494 / 483-486, sink 658-659 / 649; D=64 465-467 / 460-463, causal even; D=128
+# without a mask -2% (674-675 / 690 in run14: False there; ptxas: with a causal mask False
+# spilled 76 bytes, True none). The packed split-KV kernel keeps False (-1..2% in run14).
+LATE_RESCALE = {(64, False): True, (64, True): True, (128, False): False, (128, True): True}
 # with a right limit and no left one (causal), the key loop as two loops: the blocks that cross
 # the diagonal or the key tail (the first visited), the element mask compiled in, then the
 # rest without it (FA3 splits its loop too); False: one loop that decides per block at run
