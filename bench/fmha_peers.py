@@ -162,6 +162,9 @@ VARIANTS = {
     "late_rescale_d64": {"LATE_RESCALE": _D64_ONLY},
     "lr_cand": {"LATE_RESCALE": {(64, False): True, (64, True): True, (128, False): False, (128, True): True}},
     "lr_pp_all": {"LATE_RESCALE": True, "PINGPONG": True},  # FA3's scheduler barrier at D=128 too
+    # the softmax's exp2s column by column across rows (FA4's SASS order), partial max/sum
+    "sm_inter_d64": {"SOFTMAX_INTERLEAVED": _D64_ONLY},
+    "sm_inter_diag": {"SOFTMAX_INTERLEAVED": {(64, False): True, (64, True): True, (128, False): False, (128, True): True}},
     "dyn_two_loops": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "MASK_LOOPS": True},
     "dyn_pp": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "PINGPONG": True},
     "dyn_d128c_pp": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "PINGPONG": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
@@ -355,7 +358,7 @@ def variants(torch, names, rows: list, cases=VARIANT_CASES):
     from kernels import fmha_decode
 
     decode_saved = {"COMBINE_PDL": fmha_decode.COMBINE_PDL}  # knobs of kernels.fmha_decode a variant may name as "fmha_decode.X"
-    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES", "P_SMEM", "LATE_RESCALE")}
+    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES", "P_SMEM", "LATE_RESCALE", "SOFTMAX_INTERLEAVED")}
     for name in names:
         knobs = VARIANTS[name.split("#")[0]]
         try:

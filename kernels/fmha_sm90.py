@@ -136,6 +136,11 @@ P_SMEM = False
 # without a mask -2% (674-675 / 690 in run14: False there; ptxas: with a causal mask False
 # spilled 76 bytes, True none). The packed split-KV kernel keeps False (-1..2% in run14).
 LATE_RESCALE = {(64, False): True, (64, True): True, (128, False): False, (128, True): True}
+# the softmax's exp2s in column order across the thread's rows (FA4's schedule in SASS), four
+# partial maxima and two partial sums a row; False: one row after the other. A bool or a dict
+# like TILES. ptxas 13.0: no spills at D=64 (192 x 128: 8 bytes, against 12) and D=128 causal;
+# D=128 without a mask 60 bytes.
+SOFTMAX_INTERLEAVED = False
 # with a right limit and no left one (causal), the key loop as two loops: the blocks that cross
 # the diagonal or the key tail (the first visited), the element mask compiled in, then the
 # rest without it (FA3 splits its loop too); False: one loop that decides per block at run
@@ -245,7 +250,7 @@ class _FmhaSm90:
         self.pdl = False  # packed split-KV: its combine kernel is a programmatic dependent launch
         (
             self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas, self.fma_cols, self.order,
-            self.mask_loops, self.section_bytes, self.p_smem, self.late_rescale,
+            self.mask_loops, self.section_bytes, self.p_smem, self.late_rescale, self.interleaved,
         ) = config  # fmt: skip
         self.persistent = self.max_ctas < 2**31 - 1
         self.dynamic = self.persistent and self.order == "dynamic"  # tiles drawn from a counter (fetch_tile)
@@ -939,6 +944,9 @@ class _FmhaSm90:
         masked: cutlass.Constexpr,
     ):
         S = _mn_view(acc_S)
+        if cutlass.const_expr(self.interleaved and self.fma_cols == 0):
+            self.online_softmax_interleaved(S, corr, row_max, row_sum, scale_log2, tScS, m0, n0, sk, offset, left, right, masked)
+            return
         for r in cutlass.range_constexpr(cute.size(row_max)):
             if cutlass.const_expr(masked):
                 row = m0 + tScS[r, 0][0]
@@ -967,6 +975,64 @@ class _FmhaSm90:
             row_sum[r] = row_sum[r] * corr[r] + p.reduce(cute.ReductionOp.ADD, F32(0.0), 0)
             row_max[r] = m_new
             S[r, None] = p
+
+    @cute.jit
+    def online_softmax_interleaved(
+        self,
+        S: cute.Tensor,
+        corr: cute.Tensor,
+        row_max: cute.Tensor,
+        row_sum: cute.Tensor,
+        scale_log2: F32,
+        tScS: cute.Tensor,
+        m0: I32,
+        n0: I32,
+        sk: I32,
+        offset: I32,
+        left: I32,
+        right: I32,
+        masked: cutlass.Constexpr,
+    ):
+        """online_softmax with the thread's rows interleaved column by column: every row's max
+        first (four partial maxima a row), then each column's exp2 for all rows in turn, summed
+        into two partial sums a row, so the exp2s of different rows follow each other."""
+        rows = cute.size(row_max)
+        cols = cute.size(S.shape[1])
+        if cutlass.const_expr(masked):
+            for r in cutlass.range_constexpr(rows):
+                row = m0 + tScS[r, 0][0]
+                if cutlass.const_expr(self.group):
+                    row = row // self.group  # the packed row's query
+                hi = sk
+                if cutlass.const_expr(self.has_right):
+                    hi = cutlass.min(hi, row + offset + right + 1)
+                lo = I32(0)
+                if cutlass.const_expr(self.has_left):
+                    lo = row + offset - left
+                for c in cutlass.range_constexpr(cols):
+                    col = n0 + tScS[0, c][1]
+                    if col >= hi or col < lo:
+                        S[r, c] = -F32.inf
+        m_scaled = []
+        for r in cutlass.range_constexpr(rows):
+            part = [S[r, 0], S[r, 1], S[r, 2], S[r, 3]]
+            for c in cutlass.range_constexpr(4, cols):
+                part[c % 4] = cute.arch.fmax(part[c % 4], S[r, c])
+            m_blk = quad_allreduce(cute.arch.fmax(cute.arch.fmax(part[0], part[1]), cute.arch.fmax(part[2], part[3])), fmax)
+            m_old = row_max[r]
+            m_new = cute.arch.fmax(m_old, m_blk)
+            m_safe = cutlass.select_(m_new == -F32.inf, F32(0.0), m_new) * scale_log2  # a row with nothing yet
+            corr[r] = cute.math.exp2(m_old * scale_log2 - m_safe, fastmath=True)
+            row_max[r] = m_new
+            m_scaled.append(m_safe)
+        sums = [[F32(0.0), F32(0.0)], [F32(0.0), F32(0.0)]][:rows]
+        for c in cutlass.range_constexpr(cols):
+            for r in cutlass.range_constexpr(rows):
+                e = cute.math.exp2(S[r, c] * scale_log2 - m_scaled[r], fastmath=True)
+                S[r, c] = e
+                sums[r][c % 2] = sums[r][c % 2] + e
+        for r in cutlass.range_constexpr(rows):
+            row_sum[r] = row_sum[r] * corr[r] + (sums[r][0] + sums[r][1])
 
     @cute.jit
     def epilogue(
@@ -1170,6 +1236,7 @@ class Config(NamedTuple):
     section_bytes: int = 0  # SECTION_BYTES, with ORDER "dynamic"
     p_smem: bool = False  # P_SMEM
     late_rescale: bool = False  # LATE_RESCALE (with INTRA_WG_OVERLAP)
+    interleaved: bool = False  # SOFTMAX_INTERLEAVED
 
 
 def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
@@ -1195,6 +1262,7 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
         mask_loops(head_dim, has_left or has_right), SECTION_BYTES if order == "dynamic" else 0,
         P_SMEM[(head_dim, has_left or has_right)] if isinstance(P_SMEM, dict) else bool(P_SMEM),
         INTRA_WG_OVERLAP and (LATE_RESCALE[(head_dim, has_left or has_right)] if isinstance(LATE_RESCALE, dict) else bool(LATE_RESCALE)),
+        SOFTMAX_INTERLEAVED[(head_dim, has_left or has_right)] if isinstance(SOFTMAX_INTERLEAVED, dict) else bool(SOFTMAX_INTERLEAVED),
     )  # fmt: skip
 
 
