@@ -139,8 +139,10 @@ LATE_RESCALE = {(64, False): True, (64, True): True, (128, False): False, (128, 
 # the softmax's exp2s in column order across the thread's rows (FA4's schedule in SASS), four
 # partial maxima and two partial sums a row; False: one row after the other. A bool or a dict
 # like TILES. ptxas 13.0: no spills at D=64 (192 x 128: 8 bytes, against 12) and D=128 causal;
-# D=128 without a mask 60 bytes.
-SOFTMAX_INTERLEAVED = False
+# D=128 without a mask 60 bytes. H200 (bench/h200/fmha_sched/run17, TFLOP/s, two passes, against
+# False): 4x16x4096x64 491-493 / 471 (+4.5%), causal 395 / 394-395, 16x8x2048x64 causal 343 /
+# 341; D=128 with a diagonal -0.5..2% (causal 610 / 615, window 493-494 / 498, sink 656-657 / 662).
+SOFTMAX_INTERLEAVED = {(64, False): True, (64, True): True, (128, False): False, (128, True): False}
 # with a right limit and no left one (causal), the key loop as two loops: the blocks that cross
 # the diagonal or the key tail (the first visited), the element mask compiled in, then the
 # rest without it (FA3 splits its loop too); False: one loop that decides per block at run
