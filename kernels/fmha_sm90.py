@@ -951,19 +951,7 @@ class _FmhaSm90:
             return
         for r in cutlass.range_constexpr(cute.size(row_max)):
             if cutlass.const_expr(masked):
-                row = m0 + tScS[r, 0][0]
-                if cutlass.const_expr(self.group):
-                    row = row // self.group  # the packed row's query
-                hi = sk
-                if cutlass.const_expr(self.has_right):
-                    hi = cutlass.min(hi, row + offset + right + 1)
-                lo = I32(0)
-                if cutlass.const_expr(self.has_left):
-                    lo = row + offset - left
-                for c in cutlass.range_constexpr(cute.size(S.shape[1])):
-                    col = n0 + tScS[0, c][1]
-                    if col >= hi or col < lo:
-                        S[r, c] = -F32.inf
+                self.mask_row(S, r, tScS, m0, n0, sk, offset, left, right)
             s_row = S[r, None].load()
             m_blk = quad_allreduce(s_row.reduce(cute.ReductionOp.MAX, -F32.inf, 0), fmax)
             m_old = row_max[r]
@@ -977,6 +965,24 @@ class _FmhaSm90:
             row_sum[r] = row_sum[r] * corr[r] + p.reduce(cute.ReductionOp.ADD, F32(0.0), 0)
             row_max[r] = m_new
             S[r, None] = p
+
+    @cute.jit
+    def mask_row(self, S: cute.Tensor, r: cutlass.Constexpr, tScS: cute.Tensor, m0: I32, n0: I32, sk: I32, offset: I32, left: I32, right: I32):
+        """Row r of the thread's score block S (columns from n0): -inf where the key is past the
+        end or outside the row's causal/window limits."""
+        row = m0 + tScS[r, 0][0]
+        if cutlass.const_expr(self.group):
+            row = row // self.group  # the packed row's query
+        hi = sk
+        if cutlass.const_expr(self.has_right):
+            hi = cutlass.min(hi, row + offset + right + 1)
+        lo = I32(0)
+        if cutlass.const_expr(self.has_left):
+            lo = row + offset - left
+        for c in cutlass.range_constexpr(cute.size(S.shape[1])):
+            col = n0 + tScS[0, c][1]
+            if col >= hi or col < lo:
+                S[r, c] = -F32.inf
 
     @cute.jit
     def online_softmax_interleaved(
@@ -1002,19 +1008,7 @@ class _FmhaSm90:
         cols = cute.size(S.shape[1])
         if cutlass.const_expr(masked):
             for r in cutlass.range_constexpr(rows):
-                row = m0 + tScS[r, 0][0]
-                if cutlass.const_expr(self.group):
-                    row = row // self.group  # the packed row's query
-                hi = sk
-                if cutlass.const_expr(self.has_right):
-                    hi = cutlass.min(hi, row + offset + right + 1)
-                lo = I32(0)
-                if cutlass.const_expr(self.has_left):
-                    lo = row + offset - left
-                for c in cutlass.range_constexpr(cols):
-                    col = n0 + tScS[0, c][1]
-                    if col >= hi or col < lo:
-                        S[r, c] = -F32.inf
+                self.mask_row(S, r, tScS, m0, n0, sk, offset, left, right)
         m_scaled = []
         for r in cutlass.range_constexpr(rows):
             part = [S[r, 0], S[r, 1], S[r, 2], S[r, 3]]
