@@ -441,6 +441,23 @@ def test_gpu_wgmma_p_smem(causal, window, sink, tile, monkeypatch):
     _check(torch, torch.float16, 1, 4096, 4096, 4, 4, 64, causal, window, sink, path="wgmma", seed=3)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("late_rescale, interleaved", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("d", [64, 128])
+def test_gpu_wgmma_softmax_orders(d, late_rescale, interleaved, monkeypatch):
+    """LATE_RESCALE and SOFTMAX_INTERLEAVED in every combination at both head dims (the defaults
+    pick one per configuration): the reference's values, causal with GQA on ragged lengths and
+    a window with a sink."""
+    torch = _cuda()
+    _gpu_path(torch, "wgmma")
+    sm90 = _fmha().fmha_sm90
+    monkeypatch.setattr(sm90, "LATE_RESCALE", late_rescale)
+    monkeypatch.setattr(sm90, "SOFTMAX_INTERLEAVED", interleaved)
+    _check(torch, torch.bfloat16, 2, 1000, 1100, 8, 2, d, True, (-1, -1), False, path="wgmma")
+    _check(torch, torch.float16, 1, 2048, 2048, 4, 4, d, False, (300, 40), True, path="wgmma", seed=3)
+    _check(torch, torch.bfloat16, 1, 777, 3000, 4, 1, d, False, (-1, -1), False, path="wgmma", seed=5)
+
+
 # --- exp2 on the FMA units (FA4's MUFU relief): accuracy of the formula, compiles, GPU ----------------
 def _emulated_exp2_fma(x, impl):
     """The kernel's two formulations in numpy float32 (fmax clamp, polynomial, bits)."""
