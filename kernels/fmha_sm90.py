@@ -134,7 +134,7 @@ P_SMEM = False
 # causal 4x16x4096 606-607 / 601, 2x16x8192 653-655 / 647-648, 1x32x16384 671-678 / 657-666,
 # window 492-494 / 483-486, sink 658-659 / 649; D=64 465-467 / 460-463, causal even; D=128
 # without a mask -2% (674-675 / 690 in run14: False there; ptxas: with a causal mask False
-# spilled 76 bytes, True none). The packed split-KV kernel keeps False (-1..2% in run14).
+# spilled 76 bytes, True none). The packed split-KV kernel (compile_packed_split) keeps False.
 LATE_RESCALE = {(64, False): True, (64, True): True, (128, False): False, (128, True): True}
 # the softmax's exp2s in column order across the thread's rows (FA4's schedule in SASS), four
 # partial maxima and two partial sums a row; False: one row after the other. A bool or a dict
