@@ -310,6 +310,7 @@ class _FmhaSm90:
         mCounters = cute.make_tensor(counters_ptr, cute.make_layout((2,)))
 
         sQ_layout, sKV_layout, (tma_q, tQ), (tma_k, tK), (tma_v, tV), mma_qk, mma_pv = self.loads_and_mmas(mQ, mK, mV)
+        self.col_offsets = self.score_columns(mma_qk)
         stages = self.stages
 
         @cute.struct
@@ -966,6 +967,23 @@ class _FmhaSm90:
             row_max[r] = m_new
             S[r, None] = p
 
+    def score_columns(self, mma_qk: cute.TiledMma) -> list:
+        """The columns of a consumer thread's scores relative to its first one, known while
+        tracing (mask_row compares against them). The wgmma accumulator gives every thread the
+        same pattern from its own first column ((lane % 4) * 2 + 8 k + j, PTX ISA's m64nNk16
+        D fragment); checked here on the four lanes of a row group and a few more threads (all
+        of them would cost seconds per compile)."""
+        identity = cute.make_identity_tensor((self.block_m, self.block_n))
+        offsets = None
+        for t in (0, 1, 2, 3, 4, 7, 31, 32, 77, 127, 128 * self.consumer_wgs - 1):
+            cols = _mn_view(mma_qk.get_slice(t).partition_C(identity))
+            mine = [cols[0, c][1] - cols[0, 0][1] for c in range(cute.size(cols.shape[1]))]
+            if offsets is None:
+                offsets = mine
+            elif mine != offsets:
+                raise AssertionError(f"thread {t}'s score columns are not thread 0's shifted: {mine} against {offsets}")
+        return offsets
+
     @cute.jit
     def mask_row(self, S: cute.Tensor, r: cutlass.Constexpr, tScS: cute.Tensor, m0: I32, n0: I32, sk: I32, offset: I32, left: I32, right: I32):
         """Row r of the thread's score block S (columns from n0): -inf where the key is past the
@@ -976,13 +994,19 @@ class _FmhaSm90:
         hi = sk
         if cutlass.const_expr(self.has_right):
             hi = cutlass.min(hi, row + offset + right + 1)
-        lo = I32(0)
+        # column c is first + col_offsets[c] (known while tracing): the row's limits relative to its
+        # first column, compared with constants, rather than a column index per value held across
+        # the key loop (registers: 192 x 128 causal at D=64 spilled 96 bytes, now 4)
+        first = n0 + tScS[0, 0][1]
+        hi_rel = hi - first
+        lo_rel = None
         if cutlass.const_expr(self.has_left):
-            lo = row + offset - left
+            lo_rel = row + offset - left - first
         for c in cutlass.range_constexpr(cute.size(S.shape[1])):
-            col = n0 + tScS[0, c][1]
-            if col >= hi or col < lo:
-                S[r, c] = -F32.inf
+            outside = self.col_offsets[c] >= hi_rel
+            if cutlass.const_expr(self.has_left):
+                outside = outside | (self.col_offsets[c] < lo_rel)
+            S[r, c] = cutlass.select_(outside, -F32.inf, S[r, c])  # (a select: no branch per value)
 
     @cute.jit
     def online_softmax_interleaved(
@@ -1189,6 +1213,7 @@ class _PackedSplitSm90(_FmhaSm90):
         mPartLSE = cute.make_tensor(part_lse_ptr, cute.make_layout((num_splits, bh, rows), stride=(bh * rows, rows, 1)))
 
         sQ_layout, sKV_layout, (tma_q, tQ), (tma_k, tK), (tma_v, tV), mma_qk, mma_pv = self.loads_and_mmas(mQ, mK, mV)
+        self.col_offsets = self.score_columns(mma_qk)
         stages = self.stages
 
         @cute.struct
