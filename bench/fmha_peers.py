@@ -165,15 +165,16 @@ VARIANTS = {
     # the softmax's exp2s column by column across rows (FA4's SASS order), partial max/sum
     "sm_inter_d64": {"SOFTMAX_INTERLEAVED": _D64_ONLY},
     "sm_inter_diag": {"SOFTMAX_INTERLEAVED": {(64, False): True, (64, True): True, (128, False): False, (128, True): True}},
+    "mask_relative": {"MASK_RELATIVE": True},
     # the element mask against per-thread constants (session 7, after run18) lets FA3's D=64
     # causal tile compile: 192 x 128 with two key loops, P in registers, no spills (ptxas 13.0)
-    "d64c_192": {"TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)},
+    "d64c_192": {"MASK_RELATIVE": True, "TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)},
                  "SOFTMAX_INTERLEAVED": {(64, False): True, (64, True): False, (128, False): False, (128, True): False}},
-    "d64c_192_pp": {"TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)}, "PINGPONG": _D64_ONLY,
+    "d64c_192_pp": {"MASK_RELATIVE": True, "TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)}, "PINGPONG": _D64_ONLY,
                     "SOFTMAX_INTERLEAVED": {(64, False): True, (64, True): False, (128, False): False, (128, True): False}},
     # and two key loops at D=128 causal (before: C7512, every wgmma serialized)
-    "d128c_2loops": {"MASK_LOOPS": {(64, True): True, (128, True): True}},
-    "d128c_2loops_pp": {"MASK_LOOPS": {(64, True): True, (128, True): True},
+    "d128c_2loops": {"MASK_RELATIVE": True, "MASK_LOOPS": {(64, True): True, (128, True): True}},
+    "d128c_2loops_pp": {"MASK_RELATIVE": True, "MASK_LOOPS": {(64, True): True, (128, True): True},
                         "PINGPONG": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
     "dyn_two_loops": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "MASK_LOOPS": True},
     "dyn_pp": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "PINGPONG": True},
@@ -368,7 +369,7 @@ def variants(torch, names, rows: list, cases=VARIANT_CASES):
     from kernels import fmha_decode
 
     decode_saved = {"COMBINE_PDL": fmha_decode.COMBINE_PDL}  # knobs of kernels.fmha_decode a variant may name as "fmha_decode.X"
-    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES", "P_SMEM", "LATE_RESCALE", "SOFTMAX_INTERLEAVED")}
+    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES", "P_SMEM", "LATE_RESCALE", "SOFTMAX_INTERLEAVED", "MASK_RELATIVE")}
     for name in names:
         knobs = VARIANTS[name.split("#")[0]]
         try:

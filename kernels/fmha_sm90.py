@@ -143,6 +143,16 @@ LATE_RESCALE = {(64, False): True, (64, True): True, (128, False): False, (128, 
 # False): 4x16x4096x64 491-493 / 471 (+4.5%), causal 395 / 394-395, 16x8x2048x64 causal 343 /
 # 341; D=128 with a diagonal -0.5..2% (causal 610 / 615, window 493-494 / 498, sink 656-657 / 662).
 SOFTMAX_INTERLEAVED = {(64, False): True, (64, True): True, (128, False): False, (128, True): False}
+# the element mask: False, each value's column index against the row's limits (a column index
+# per value, which LLVM hoists out of the key loop: registers held across it); True, the row's
+# limits relative to its first column against each value's offset from it, a constant while
+# tracing (`score_columns`; one compare and select per value). ptxas 13.0 with True: D=64 causal
+# 2728 SASS instructions against 2920, D=64 192 x 128 causal with two key loops and D=128 causal
+# with two key loops compile without spills or serialized wgmmas (False: 880 bytes and C7512;
+# C7512). Not yet run on a GPU: off until the next GPU session's tests and timing
+# (bench/h200/fmha_sched/next_run.sh); its variants set it.
+MASK_RELATIVE = False
+SCORE_COLUMNS_CHECK_ALL = False  # score_columns checks every consumer thread (seconds a build; the tests)
 # with a right limit and no left one (causal), the key loop as two loops: the blocks that cross
 # the diagonal or the key tail (the first visited), the element mask compiled in, then the
 # rest without it (FA3 splits its loop too); False: one loop that decides per block at run
@@ -252,7 +262,7 @@ class _FmhaSm90:
         self.pdl = False  # packed split-KV: its combine kernel is a programmatic dependent launch
         (
             self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas, self.fma_cols, self.order,
-            self.mask_loops, self.section_bytes, self.p_smem, self.late_rescale, self.interleaved,
+            self.mask_loops, self.section_bytes, self.p_smem, self.late_rescale, self.interleaved, self.mask_relative,
         ) = config  # fmt: skip
         self.persistent = self.max_ctas < 2**31 - 1
         self.dynamic = self.persistent and self.order == "dynamic"  # tiles drawn from a counter (fetch_tile)
@@ -310,7 +320,8 @@ class _FmhaSm90:
         mCounters = cute.make_tensor(counters_ptr, cute.make_layout((2,)))
 
         sQ_layout, sKV_layout, (tma_q, tQ), (tma_k, tK), (tma_v, tV), mma_qk, mma_pv = self.loads_and_mmas(mQ, mK, mV)
-        self.col_offsets = self.score_columns(mma_qk)
+        if cutlass.const_expr(self.mask_relative):
+            self.col_offsets = self.score_columns(mma_qk)
         stages = self.stages
 
         @cute.struct
@@ -971,17 +982,18 @@ class _FmhaSm90:
         """The columns of a consumer thread's scores relative to its first one, known while
         tracing (mask_row compares against them). The wgmma accumulator gives every thread the
         same pattern from its own first column ((lane % 4) * 2 + 8 k + j, PTX ISA's m64nNk16
-        D fragment); checked here on the four lanes of a row group and a few more threads (all
-        of them would cost seconds per compile)."""
+        D fragment); checked here on the four lanes of a row group and a few more threads, or on
+        every one with SCORE_COLUMNS_CHECK_ALL (seconds a build; the tests do)."""
         identity = cute.make_identity_tensor((self.block_m, self.block_n))
         offsets = None
-        for t in (0, 1, 2, 3, 4, 7, 31, 32, 77, 127, 128 * self.consumer_wgs - 1):
+        threads = range(128 * self.consumer_wgs) if SCORE_COLUMNS_CHECK_ALL else (0, 1, 2, 3, 4, 7, 31, 32, 77, 127, 128 * self.consumer_wgs - 1)
+        for t in threads:
             cols = _mn_view(mma_qk.get_slice(t).partition_C(identity))
             mine = [cols[0, c][1] - cols[0, 0][1] for c in range(cute.size(cols.shape[1]))]
             if offsets is None:
                 offsets = mine
             elif mine != offsets:
-                raise AssertionError(f"thread {t}'s score columns are not thread 0's shifted: {mine} against {offsets}")
+                raise RuntimeError(f"internal: MASK_RELATIVE needs every thread's score columns to be thread 0's shifted; thread {t} has {mine}, thread 0 {offsets}")
         return offsets
 
     @cute.jit
@@ -994,9 +1006,17 @@ class _FmhaSm90:
         hi = sk
         if cutlass.const_expr(self.has_right):
             hi = cutlass.min(hi, row + offset + right + 1)
-        # column c is first + col_offsets[c] (known while tracing): the row's limits relative to its
-        # first column, compared with constants, rather than a column index per value held across
-        # the key loop (registers: 192 x 128 causal at D=64 spilled 96 bytes, now 4)
+        if cutlass.const_expr(not self.mask_relative):
+            lo = I32(0)
+            if cutlass.const_expr(self.has_left):
+                lo = row + offset - left
+            for c in cutlass.range_constexpr(cute.size(S.shape[1])):
+                col = n0 + tScS[0, c][1]
+                if col >= hi or col < lo:
+                    S[r, c] = -F32.inf
+            return
+        # MASK_RELATIVE: column c is first + col_offsets[c] (known while tracing); the row's limits
+        # relative to its first column are compared with those constants
         first = n0 + tScS[0, 0][1]
         hi_rel = hi - first
         lo_rel = None
@@ -1213,7 +1233,8 @@ class _PackedSplitSm90(_FmhaSm90):
         mPartLSE = cute.make_tensor(part_lse_ptr, cute.make_layout((num_splits, bh, rows), stride=(bh * rows, rows, 1)))
 
         sQ_layout, sKV_layout, (tma_q, tQ), (tma_k, tK), (tma_v, tV), mma_qk, mma_pv = self.loads_and_mmas(mQ, mK, mV)
-        self.col_offsets = self.score_columns(mma_qk)
+        if cutlass.const_expr(self.mask_relative):
+            self.col_offsets = self.score_columns(mma_qk)
         stages = self.stages
 
         @cute.struct
@@ -1258,6 +1279,7 @@ class Config(NamedTuple):
     p_smem: bool = False  # P_SMEM
     late_rescale: bool = False  # LATE_RESCALE (with INTRA_WG_OVERLAP)
     interleaved: bool = False  # SOFTMAX_INTERLEAVED
+    mask_relative: bool = False  # MASK_RELATIVE
 
 
 def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
@@ -1284,6 +1306,7 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
         P_SMEM[(head_dim, has_left or has_right)] if isinstance(P_SMEM, dict) else bool(P_SMEM),
         INTRA_WG_OVERLAP and (LATE_RESCALE[(head_dim, has_left or has_right)] if isinstance(LATE_RESCALE, dict) else bool(LATE_RESCALE)),
         SOFTMAX_INTERLEAVED[(head_dim, has_left or has_right)] if isinstance(SOFTMAX_INTERLEAVED, dict) else bool(SOFTMAX_INTERLEAVED),
+        bool(MASK_RELATIVE),
     )  # fmt: skip
 
 

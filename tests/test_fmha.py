@@ -458,6 +458,44 @@ def test_gpu_wgmma_softmax_orders(d, late_rescale, interleaved, monkeypatch):
     _check(torch, torch.bfloat16, 1, 777, 3000, 4, 1, d, False, (-1, -1), False, path="wgmma", seed=5)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("d, tile, mask_loops", [(64, (128, 128), True), (64, (192, 128), True), (128, (128, 128), False), (128, (128, 128), True)])
+def test_gpu_wgmma_mask_relative(d, tile, mask_loops, monkeypatch):
+    """MASK_RELATIVE (off by default until timed), with the tiles and key loops it lets compile
+    (FA3's D=64 causal 192 x 128 with two loops; D=128 causal with two loops): the reference's
+    values, causal with GQA on ragged lengths, a window with a sink, the key tail."""
+    torch = _cuda()
+    _gpu_path(torch, "wgmma")
+    sm90 = _fmha().fmha_sm90
+    monkeypatch.setattr(sm90, "MASK_RELATIVE", True)
+    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (d, True): tile})
+    monkeypatch.setattr(sm90, "MASK_LOOPS", {**sm90.MASK_LOOPS, (d, True): mask_loops})
+    monkeypatch.setattr(sm90, "SOFTMAX_INTERLEAVED", False)  # (192 x 128 with two loops spills with it)
+    _check(torch, torch.bfloat16, 2, 1000, 1100, 8, 2, d, True, (-1, -1), False, path="wgmma")
+    _check(torch, torch.float16, 1, 2048, 2048, 4, 4, d, False, (300, 40), True, path="wgmma", seed=3)
+    _check(torch, torch.bfloat16, 1, 777, 3000, 4, 1, d, False, (-1, -1), False, path="wgmma", seed=5)
+
+
+def test_wgmma_mask_relative_compiles(monkeypatch):
+    """MASK_RELATIVE builds (FA3's D=64 causal 192 x 128 with two key loops, D=128 causal with two
+    loops, D=64 with a window and a sink): score_columns finds every consumer thread's score
+    columns to be thread 0's shifted by its first (checked on all threads here, the assumption
+    the compares rest on), and the PTX has no local memory."""
+    fmha = _fmha()
+    sm90 = fmha.fmha_sm90
+    monkeypatch.setattr(sm90, "MASK_RELATIVE", True)
+    monkeypatch.setattr(sm90, "SCORE_COLUMNS_CHECK_ALL", True)
+    monkeypatch.setattr(sm90, "SOFTMAX_INTERLEAVED", False)
+    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (64, True): (192, 128)})
+    monkeypatch.setattr(sm90, "MASK_LOOPS", {(64, True): True, (128, True): True})
+    for d, left, right, sink in [(64, False, True, False), (128, False, True, False), (64, True, True, True)]:
+        config = sm90.config_for(d, left, right)
+        assert config.mask_relative
+        ptx = sm90._compile.__wrapped__("bfloat16", d, left, right, sink, "sm_90a", "--keep-ptx", False, config).__ptx__
+        assert "ld.local" not in ptx and "st.local" not in ptx
+        assert "selp.f32" in ptx  # the mask: one select per value
+
+
 # --- exp2 on the FMA units (FA4's MUFU relief): accuracy of the formula, compiles, GPU ----------------
 def _emulated_exp2_fma(x, impl):
     """The kernel's two formulations in numpy float32 (fmax clamp, polynomial, bits)."""
