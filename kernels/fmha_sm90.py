@@ -69,7 +69,10 @@ from kernels.cutedsl_compat import LayoutEnum, SmemAllocator
 # PINGPONG, measured 419-446 against 411-421 TFLOP/s for 128 x 128 at 4x16x4096x64
 # (bench/h200/fmha_prefill/run1-4); with a causal mask it does not pay (354 against 358 at
 # 4x16x4096, 297 against 320 at 16x8x2048, both persistent, snake order: run2). D=128: 128 x
-# 160 (no spills) and 128 x 176 (40 bytes) lost to 128 x 128 (run2 of this and of fmha_peers).
+# 160 (no spills) and 128 x 176 (40 bytes) lost to 128 x 128 (run2 of this and of fmha_peers),
+# both built then with a warpgroup.arrive before every P V wgmma (ptxas C7519: P's conversion,
+# now in pairs, see store_p); 128 x 176 does not fit shared memory beside O's own buffer
+# (config_for refuses it), 128 x 160 compiles clean now and is the fmha_peers variant d128_160.
 TILES = {
     (64, False): (192, 128),
     (64, True): (128, 128),
@@ -187,6 +190,7 @@ SECTION_BYTES = 0
 # the tensor cores at their peak.
 EXP2_FMA = {}
 HEAD_DIMS = (64, 128)
+SHARED_MEMORY_BYTES = 227 * 1024  # sm_90a: the most dynamic shared memory one CTA may take
 DTYPES = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}
 ARCHS = ("sm_90a",)
 
@@ -804,8 +808,16 @@ class _FmhaSm90:
             cute.copy(thr_copy, thr_copy.retile(regs), dst)
             cute.arch.fence_proxy("async.shared", space="cta")
             cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
-        else:
+        elif cutlass.const_expr(cute.size(acc_S) & (cute.size(acc_S) - 1) == 0):
             rP.store(acc_S.load().to(self.dtype))
+        else:
+            # 8 values at a time: a whole-fragment conversion of BLOCK_N / 2 values that is not a
+            # power of two (BLOCK_N 160, 176) comes out partly as scalar converts and 16-bit moves,
+            # which ptxas answers with a warpgroup.arrive before each P V wgmma (C7519)
+            for i in cutlass.range_constexpr(cute.size(acc_S) // 8):
+                src = cute.make_tensor(acc_S.iterator + i * 8, cute.make_layout(8))
+                dst = cute.make_tensor(rP.iterator + i * 8, cute.make_layout(8))
+                dst.store(src.load().to(self.dtype))
 
     @cute.jit
     def masked_iterations(self, m0: I32, n_block_max: I32, n_blocks: I32, sk: I32, offset: I32, right: I32) -> I32:
@@ -1300,10 +1312,19 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
     order = ORDER[(head_dim, has_left or has_right)] if isinstance(ORDER, dict) else ORDER
     if order not in ("stride", "snake", "dynamic"):
         raise ValueError(f"ORDER must be 'stride', 'snake', 'dynamic' or a dict of them like TILES, not {ORDER!r}")
+    stages = ring_stages(head_dim, has_left or has_right)
+    p_smem = P_SMEM[(head_dim, has_left or has_right)] if isinstance(P_SMEM, dict) else bool(P_SMEM)
+    # shared memory: barriers (the first kilobyte), Q, O, the K and V rings, P's tile (P_SMEM)
+    smem = 1024 + 2 * block_m * head_dim * 2 + 2 * stages * block_n * head_dim * 2 + (block_m * block_n * 2 if p_smem else 0)
+    if smem > SHARED_MEMORY_BYTES:
+        raise ValueError(
+            f"tile ({block_m}, {block_n}) at D={head_dim} with {stages} K/V stages needs {smem} bytes of shared memory a CTA; "
+            f"sm_90a gives at most {SHARED_MEMORY_BYTES}"
+        )
     return Config(
-        block_m, block_n, ring_stages(head_dim, has_left or has_right), INTRA_WG_OVERLAP, pingpong, sm_count() if persistent else 2**31 - 1, fma_cols, order,
+        block_m, block_n, stages, INTRA_WG_OVERLAP, pingpong, sm_count() if persistent else 2**31 - 1, fma_cols, order,
         mask_loops(head_dim, has_left or has_right), SECTION_BYTES if order == "dynamic" else 0,
-        P_SMEM[(head_dim, has_left or has_right)] if isinstance(P_SMEM, dict) else bool(P_SMEM),
+        p_smem,
         INTRA_WG_OVERLAP and (LATE_RESCALE[(head_dim, has_left or has_right)] if isinstance(LATE_RESCALE, dict) else bool(LATE_RESCALE)),
         SOFTMAX_INTERLEAVED[(head_dim, has_left or has_right)] if isinstance(SOFTMAX_INTERLEAVED, dict) else bool(SOFTMAX_INTERLEAVED),
         bool(MASK_RELATIVE),

@@ -496,6 +496,43 @@ def test_wgmma_mask_relative_compiles(monkeypatch):
         assert "selp.f32" in ptx  # the mask: one select per value
 
 
+def test_wgmma_tile_that_does_not_fit_shared_memory_is_refused(monkeypatch):
+    """A tile whose Q, O and K/V ring exceed sm_90a's 227 KB a CTA is a ValueError naming the bytes
+    (128 x 176 at D=128: 246784), not a launch failure; 128 x 160 (230400) fits."""
+    sm90 = _fmha().fmha_sm90
+    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 176)})
+    with pytest.raises(ValueError, match=r"tile \(128, 176\) at D=128 with 2 K/V stages needs 246784 bytes"):
+        sm90.config_for(128, False, False)
+    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 160)})
+    assert sm90.config_for(128, False, False).block_n == 160
+
+
+def test_wgmma_wider_key_tile_converts_p_in_pairs(tmp_path, monkeypatch):
+    """BLOCK_N = 160 (a thread's P row is not a power of two): P is converted 8 values at a time,
+    all as bf16x2 pairs, so no 16-bit moves sit between the P V wgmmas (ptxas would inject a
+    warpgroup.arrive before each: C7519)."""
+    fmha = _fmha()
+    sm90 = fmha.fmha_sm90
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 160)})
+    ptx = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", "--keep-ptx", False, sm90.config_for(128, False, False)).__ptx__
+    assert "wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16" in ptx
+    assert "cvt.rn.bf16.f32" not in ptx and ptx.count("cvt.rn.bf16x2.f32") >= 40
+    assert "ld.local" not in ptx and "st.local" not in ptx
+
+
+@pytest.mark.gpu
+def test_gpu_wgmma_key_tile_160(monkeypatch):
+    """128 x 160 tiles at D=128 (FA3 takes 128 x 176; ours fits 160 in shared memory): the
+    reference's values on ragged lengths (key tails inside a block) with GQA, bf16 and fp16."""
+    torch = _cuda()
+    _gpu_path(torch, "wgmma")
+    sm90 = _fmha().fmha_sm90
+    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 160)})
+    _check(torch, torch.bfloat16, 2, 1000, 1100, 8, 2, 128, False, (-1, -1), False, path="wgmma")
+    _check(torch, torch.float16, 1, 777, 4096, 4, 1, 128, False, (-1, -1), True, path="wgmma", seed=5)
+
+
 # --- exp2 on the FMA units (FA4's MUFU relief): accuracy of the formula, compiles, GPU ----------------
 def _emulated_exp2_fma(x, impl):
     """The kernel's two formulations in numpy float32 (fmax clamp, polynomial, bits)."""

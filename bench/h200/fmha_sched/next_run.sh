@@ -2,10 +2,12 @@
 # The first things for the next GPU session (issue 14). Session 7 ended with its device time
 # spent and these compiled but never run on a GPU:
 #   - the whole GPU suite on the final defaults (SOFTMAX_INTERLEAVED at D=64 ran test_fmha's
-#     wgmma tests only), test_gpu_wgmma_softmax_orders and test_gpu_wgmma_mask_relative;
+#     wgmma tests only), test_gpu_wgmma_softmax_orders, test_gpu_wgmma_mask_relative and
+#     test_gpu_wgmma_key_tile_160;
 #   - MASK_RELATIVE (off) against the default on every prefill case, and what it lets compile
 #     without spills: FA3's D=64 causal tile 192 x 128 with two key loops (d64c_192, with the
 #     scheduler barrier d64c_192_pp), two key loops at D=128 causal (d128c_2loops, _pp);
+#   - 128 x 160 tiles at D=128 without a mask (d128_160; P converted in pairs: no C7519 now);
 #   - is b2 Sq=16 Sk=32768 at 0.927 (run16) the PDL combine or the spread (no_combine_pdl).
 # Usage, on the staged machine (PYTHONPATH set as .dev/p2/env.sh does):
 #   PART=1 OUT=DIR bash bench/h200/fmha_sched/next_run.sh    # suite + the two new tests (~4 min)
@@ -15,8 +17,8 @@ if [ "${PART:-1}" = 1 ]; then
   OUT="$OUT/suite" bash bench/h200/gpu_suite.sh | tail -4
 else
   python3 bench/fmha_peers.py --out "$OUT/tiles" --skip-peers \
-    --variants now,mask_relative,d64c_192,d64c_192_pp,d128c_2loops,d128c_2loops_pp,now#2,mask_relative#2,d64c_192#2,d64c_192_pp#2,d128c_2loops#2,d128c_2loops_pp#2 \
-    --variant-cases 0,1,3,4,5,7,9,10,11 > "$OUT/tiles.log" 2>&1
+    --variants now,mask_relative,d64c_192,d64c_192_pp,d128c_2loops,d128c_2loops_pp,d128_160,now#2,mask_relative#2,d64c_192#2,d64c_192_pp#2,d128c_2loops#2,d128c_2loops_pp#2,d128_160#2 \
+    --variant-cases 0,1,2,3,4,5,7,8,9,10,11 > "$OUT/tiles.log" 2>&1
   tail -14 "$OUT/tiles/fmha_peers.md"
   python3 bench/fmha_peers.py --out "$OUT/decode" --skip-peers --variants now,no_combine_pdl,now#2,no_combine_pdl#2 \
     --variant-cases d2,d3 > "$OUT/decode.log" 2>&1
