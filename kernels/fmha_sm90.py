@@ -155,6 +155,10 @@ SOFTMAX_INTERLEAVED = {(64, False): True, (64, True): True, (128, False): False,
 # C7512). Not yet run on a GPU: off until the next GPU session's tests and timing
 # (bench/h200/fmha_sched/next_run.sh); its variants set it.
 MASK_RELATIVE = False
+# registers -> shared memory for O in the epilogue (and P with P_SMEM) by `stmatrix` (FA3's and
+# CUTLASS's epilogue store; 8 instructions a thread for a 64 x 128 O tile instead of 32 stores).
+# Compiled, not yet run on a GPU: off.
+STMATRIX = False
 SCORE_COLUMNS_CHECK_ALL = False  # score_columns checks every consumer thread (seconds a build; the tests)
 # with a right limit and no left one (causal), the key loop as two loops: the blocks that cross
 # the diagonal or the key tail (the first visited), the element mask compiled in, then the
@@ -253,6 +257,16 @@ def _rescale(acc_O: cute.Tensor, corr: cute.Tensor):
         O[r, None] = O[r, None].load() * corr[r]
 
 
+def _r2s_copy(dtype, mma: cute.TiledMma, stmatrix: bool) -> cute.TiledCopy:
+    """Registers -> shared memory for an accumulator-shaped fragment (O, or P with P_SMEM):
+    element-wise stores (two 16-bit values a store), or with STMATRIX the warp's `stmatrix`
+    (four 8 x 8 matrices an instruction), as FA3 and CUTLASS's epilogues do."""
+    if not stmatrix:
+        return cute.make_tiled_copy_C(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype), mma)
+    atom = cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), dtype)
+    return cute.make_tiled_copy_S(atom, cute.make_tiled_copy_C_atom(atom, mma))
+
+
 class _FmhaSm90:
     """One compiled configuration: dtype, head dim and which masks exist (compile-time)."""
 
@@ -267,6 +281,7 @@ class _FmhaSm90:
         (
             self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas, self.fma_cols, self.order,
             self.mask_loops, self.section_bytes, self.p_smem, self.late_rescale, self.interleaved, self.mask_relative,
+            self.stmatrix,
         ) = config  # fmt: skip
         self.persistent = self.max_ctas < 2**31 - 1
         self.dynamic = self.persistent and self.order == "dynamic"  # tiles drawn from a counter (fetch_tile)
@@ -495,8 +510,8 @@ class _FmhaSm90:
                 # P's shared-memory tile: the A operand of P V, written from rP (store_p)
                 sP_layout = _smem_layout(self.dtype, self.block_m, self.block_n)
                 sP = storage.p.get_tensor(sP_layout.outer, swizzle=sP_layout.inner)
-                p_copy = cute.make_tiled_copy_C(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), self.dtype), mma_qk)
-                rP = (rP, wg_pv.make_fragment_A(wg_pv.partition_A(sP)), p_copy.get_slice(ct), p_copy.get_slice(ct).partition_D(sP))
+                p_copy = _r2s_copy(self.dtype, mma_qk, self.stmatrix)
+                rP = (rP, wg_pv.make_fragment_A(wg_pv.partition_A(sP)), p_copy, p_copy.get_slice(ct), p_copy.get_slice(ct).partition_D(sP))
             corr = cute.make_rmem_tensor((n_rows,), F32)
             q_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 1)
             state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
@@ -798,14 +813,28 @@ class _FmhaSm90:
         return state
 
     @cute.jit
+    def copy_r2s(self, tiled_copy: cute.TiledCopy, thr_copy, regs: cute.Tensor, dst: cute.Tensor):
+        """An accumulator-shaped register fragment into its shared-memory partition `dst` (_r2s_copy's
+        copy). With STMATRIX the values go through a fragment shaped like `dst`, in the order the
+        copy's retiling of the accumulator gives them (CUTLASS's epilogue does the same)."""
+        if cutlass.const_expr(not self.stmatrix):
+            cute.copy(tiled_copy, thr_copy.retile(regs), dst)
+        else:
+            staged = cute.make_rmem_tensor(cute.shape(dst), self.dtype)
+            retiled = thr_copy.retile(regs)
+            for v in cutlass.range_constexpr(cute.size(staged)):
+                staged[v] = retiled[v]
+            cute.copy(tiled_copy, staged, dst)
+
+    @cute.jit
     def store_p(self, rP, acc_S: cute.Tensor, wg: I32):
         """P (acc_S after the softmax) as the A operand of the next P V: in registers, or with
         P_SMEM through this warpgroup's rows of P's shared-memory tile, visible to wgmma (the
         async proxy) and complete for all four warps before anyone issues it."""
         if cutlass.const_expr(self.p_smem):
-            regs, _, thr_copy, dst = rP
+            regs, _, p_copy_tiled, thr_copy, dst = rP
             regs.store(acc_S.load().to(self.dtype))
-            cute.copy(thr_copy, thr_copy.retile(regs), dst)
+            self.copy_r2s(p_copy_tiled, thr_copy, regs, dst)
             cute.arch.fence_proxy("async.shared", space="cta")
             cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
         elif cutlass.const_expr(cute.size(acc_S) & (cute.size(acc_S) - 1) == 0):
@@ -1126,11 +1155,11 @@ class _FmhaSm90:
 
         rO = cute.make_fragment_like(acc_O, self.dtype)
         rO.store(acc_O.load().to(self.dtype))
-        r2s = cute.make_tiled_copy_C(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), self.dtype), mma_pv)
+        r2s = _r2s_copy(self.dtype, mma_pv, self.stmatrix)
         thr_r2s = r2s.get_slice(ct)
         # the warpgroup's rows of sO: every thread is done reading the previous tile's
         cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
-        cute.copy(r2s, thr_r2s.retile(rO), thr_r2s.partition_D(sO))
+        self.copy_r2s(r2s, thr_r2s, rO, thr_r2s.partition_D(sO))
         cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
         sO = cute.local_tile(sO, (64, d), (wg, 0))
         if cutlass.const_expr(self.nvfp4_out):
@@ -1292,6 +1321,7 @@ class Config(NamedTuple):
     late_rescale: bool = False  # LATE_RESCALE (with INTRA_WG_OVERLAP)
     interleaved: bool = False  # SOFTMAX_INTERLEAVED
     mask_relative: bool = False  # MASK_RELATIVE
+    stmatrix: bool = False  # STMATRIX
 
 
 def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
@@ -1328,6 +1358,7 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
         INTRA_WG_OVERLAP and (LATE_RESCALE[(head_dim, has_left or has_right)] if isinstance(LATE_RESCALE, dict) else bool(LATE_RESCALE)),
         SOFTMAX_INTERLEAVED[(head_dim, has_left or has_right)] if isinstance(SOFTMAX_INTERLEAVED, dict) else bool(SOFTMAX_INTERLEAVED),
         bool(MASK_RELATIVE),
+        bool(STMATRIX),
     )  # fmt: skip
 
 

@@ -533,6 +533,38 @@ def test_gpu_wgmma_key_tile_160(monkeypatch):
     _check(torch, torch.float16, 1, 777, 4096, 4, 1, 128, False, (-1, -1), True, path="wgmma", seed=5)
 
 
+def test_wgmma_stmatrix_compiles(tmp_path, monkeypatch):
+    """STMATRIX: O (and P with P_SMEM) reach shared memory by stmatrix, no element-wise shared
+    stores left, no local memory; FA3's D=64 tile 192 x 192 with P in shared memory builds."""
+    sm90 = _fmha().fmha_sm90
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sm90, "STMATRIX", True)
+    ptx = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", "--keep-ptx", False, sm90.config_for(128, False, False)).__ptx__
+    assert ptx.count("stmatrix.sync.aligned") == 8 and "st.shared" not in ptx  # 64 x 128 O a warpgroup: 8 x4 stmatrix a thread
+    monkeypatch.setattr(sm90, "P_SMEM", {(64, False): True, (64, True): False, (128, False): False, (128, True): False})
+    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (64, False): (192, 192)})
+    ptx = sm90._compile.__wrapped__("bfloat16", 64, False, False, False, "sm_90a", "--keep-ptx", False, sm90.config_for(64, False, False)).__ptx__
+    assert "stmatrix.sync.aligned" in ptx and "st.shared" not in ptx
+    assert "ld.local" not in ptx and "st.local" not in ptx
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d, p_smem_tile", [(64, None), (128, None), (64, (192, 192)), (64, (192, 128))])
+def test_gpu_wgmma_stmatrix(d, p_smem_tile, monkeypatch):
+    """STMATRIX (off by default until timed): the reference's values through the stmatrix epilogue,
+    and with P through shared memory on FA3's D=64 tiles; ragged lengths, GQA, masks, a sink."""
+    torch = _cuda()
+    _gpu_path(torch, "wgmma")
+    sm90 = _fmha().fmha_sm90
+    monkeypatch.setattr(sm90, "STMATRIX", True)
+    if p_smem_tile:
+        monkeypatch.setattr(sm90, "P_SMEM", True)
+        monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (64, False): p_smem_tile, (64, True): (192, 128)})
+    _check(torch, torch.bfloat16, 2, 1000, 1100, 8, 2, d, True, (-1, -1), False, path="wgmma")
+    _check(torch, torch.float16, 1, 2048, 2048, 4, 4, d, False, (300, 40), True, path="wgmma", seed=3)
+    _check(torch, torch.bfloat16, 1, 777, 3000, 4, 1, d, False, (-1, -1), False, path="wgmma", seed=5)
+
+
 # --- exp2 on the FMA units (FA4's MUFU relief): accuracy of the formula, compiles, GPU ----------------
 def _emulated_exp2_fma(x, impl):
     """The kernel's two formulations in numpy float32 (fmax clamp, polynomial, bits)."""
