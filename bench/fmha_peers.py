@@ -169,6 +169,9 @@ VARIANTS = {
     # O (and P with P_SMEM) into shared memory by stmatrix (session 7, compiled only); FA3's D=64
     # tile 192 x 192 with P in shared memory then compiles without spills (112 bytes before)
     "stmatrix": {"STMATRIX": True},
+    # O out by one TMA store a warpgroup (FA3's epilogue; session 7, compiled only)
+    "tma_store": {"TMA_STORE": True},
+    "tma_store_stm": {"TMA_STORE": True, "STMATRIX": True},
     "stm_p_smem_d64_192": {"STMATRIX": True, "P_SMEM": _D64_UNMASKED, "TILES": {**_T128, (64, False): (192, 192)}},
     "stm_p_smem_d64_176": {"STMATRIX": True, "P_SMEM": _D64_UNMASKED, "TILES": {**_T128, (64, False): (192, 176)}},
     # 128 x 160 at D=128 without a mask, P converted in pairs (no C7519 since session 7; FA3's
@@ -377,7 +380,7 @@ def variants(torch, names, rows: list, cases=VARIANT_CASES):
     from kernels import fmha_decode
 
     decode_saved = {"COMBINE_PDL": fmha_decode.COMBINE_PDL}  # knobs of kernels.fmha_decode a variant may name as "fmha_decode.X"
-    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES", "P_SMEM", "LATE_RESCALE", "SOFTMAX_INTERLEAVED", "MASK_RELATIVE", "STMATRIX")}
+    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES", "P_SMEM", "LATE_RESCALE", "SOFTMAX_INTERLEAVED", "MASK_RELATIVE", "STMATRIX", "TMA_STORE")}
     for name in names:
         knobs = VARIANTS[name.split("#")[0]]
         try:

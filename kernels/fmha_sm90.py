@@ -159,6 +159,12 @@ MASK_RELATIVE = False
 # CUTLASS's epilogue store; 8 instructions a thread for a 64 x 128 O tile instead of 32 stores).
 # Compiled, not yet run on a GPU: off.
 STMATRIX = False
+# O from shared memory to global by one TMA store a warpgroup (FA3's epilogue), issued by one
+# thread, the next tile's epilogue waiting only for the store's reads of shared memory, instead
+# of every thread loading 16 bytes at a time from shared memory and storing them; O's buffer is
+# then one 64-row stage a warpgroup. Not with the NVFP4 output (it quantizes from shared memory).
+# Compiled, not yet run on a GPU: off.
+TMA_STORE = False
 SCORE_COLUMNS_CHECK_ALL = False  # score_columns checks every consumer thread (seconds a build; the tests)
 # with a right limit and no left one (causal), the key loop as two loops: the blocks that cross
 # the diagonal or the key tail (the first visited), the element mask compiled in, then the
@@ -281,8 +287,9 @@ class _FmhaSm90:
         (
             self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas, self.fma_cols, self.order,
             self.mask_loops, self.section_bytes, self.p_smem, self.late_rescale, self.interleaved, self.mask_relative,
-            self.stmatrix,
-        ) = config  # fmt: skip
+            self.stmatrix, tma_store,
+        ) = config
+        self.tma_store = tma_store and not nvfp4_out and not group  # (TMA_STORE: the bf16/fp16 output only)  # fmt: skip
         self.persistent = self.max_ctas < 2**31 - 1
         self.dynamic = self.persistent and self.order == "dynamic"  # tiles drawn from a counter (fetch_tile)
         self.consumer_wgs = self.block_m // 64
@@ -368,16 +375,25 @@ class _FmhaSm90:
                 v: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
                 p: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(_smem_layout(dt, self.block_m, self.block_n))], 1024]
 
-        # shared -> global for O: 16-byte copies, 8 elements a thread, one warpgroup
+        # shared -> global for O: 16-byte copies, 8 elements a thread, one warpgroup; or (TMA_STORE)
+        # one TMA store of a warpgroup's 64 x D stage, through O's TMA view
         s2g = row_copy(cute.nvgpu.CopyUniversalOp(), dt, 128)
+        o_out = mO
+        if cutlass.const_expr(self.tma_store):
+            o_stage = cute.select(self.o_stages(), mode=[0, 1])
+            s2g, o_out = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), mO, o_stage, (64, d))
         # one CTA per SM walking the tiles (PERSISTENT), or one CTA per tile
         m_tiles = cute.ceil_div(sq, self.block_m)
         n_tiles = m_tiles * hq * b
         ctas = cutlass.min(n_tiles, self.max_ctas)
         self.kernel(
-            tQ, tK, tV, tma_q, tma_k, tma_v, mO, mLSE, mSink, mCodes, mScales, mGlobal, mCounters, scale_log2, left, right,
+            tQ, tK, tV, tma_q, tma_k, tma_v, o_out, mLSE, mSink, mCodes, mScales, mGlobal, mCounters, scale_log2, left, right,
             m_tiles, n_tiles, I32(1), sQ_layout, sKV_layout, mma_qk, mma_pv, s2g, Smem,
         ).launch(grid=(ctas, 1, 1), block=[self.threads, 1, 1], stream=stream, min_blocks_per_mp=1)  # fmt: skip
+
+    def o_stages(self):
+        """TMA_STORE: O's shared-memory buffer as one (64, D) stage a consumer warpgroup."""
+        return _smem_layout(self.dtype, 64, self.d, self.consumer_wgs)
 
     def loads_and_mmas(self, mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor):
         """Shared-memory layouts of Q and the K/V ring, their TMA atoms, and the two tiled MMAs.
@@ -428,7 +444,7 @@ class _FmhaSm90:
         sKV_layout: cute.ComposedLayout,
         mma_qk: cute.TiledMma,
         mma_pv: cute.TiledMma,
-        s2g: cute.TiledCopy,
+        s2g: cute.CopyAtom,  # (a TiledCopy; with TMA_STORE the TMA store atom)
         Smem: cutlass.Constexpr,
     ):
         d = self.d
@@ -444,7 +460,9 @@ class _FmhaSm90:
         storage = smem.allocate(Smem)
         sQ = storage.q.get_tensor(sQ_layout.outer, swizzle=sQ_layout.inner)
         sO = sQ  # (packed split: no O buffer, the partials go out from registers)
-        if cutlass.const_expr(not self.group):
+        if cutlass.const_expr(self.tma_store):
+            sO = storage.o.get_tensor(self.o_stages().outer, swizzle=self.o_stages().inner)  # (64, D, warpgroup)
+        elif cutlass.const_expr(not self.group):
             sO = storage.o.get_tensor(sQ_layout.outer, swizzle=sQ_layout.inner)
         sK = storage.k.get_tensor(sKV_layout.outer, swizzle=sKV_layout.inner)
         sV = storage.v.get_tensor(sKV_layout.outer, swizzle=sKV_layout.inner)
@@ -535,6 +553,9 @@ class _FmhaSm90:
                 # one tile: no loop around the body (with one, ptxas keeps more registers live
                 # and, at D=128, serializes the wgmmas: C7512, measured 30% slower)
                 compute(first_tile, q_state, state)
+            if cutlass.const_expr(self.tma_store):
+                if ct % 128 == 0:
+                    cute.arch.cp_async_bulk_wait_group(0, read=True)  # shared memory outlives the last store's reads
 
     @cute.jit
     def load_tile(
@@ -604,7 +625,7 @@ class _FmhaSm90:
         pipe_v,
         mma_qk: cute.TiledMma,
         mma_pv: cute.TiledMma,
-        s2g: cute.TiledCopy,
+        s2g: cute.CopyAtom,  # (a TiledCopy; with TMA_STORE the TMA store atom)
         sO: cute.Tensor,
         sNext,
         n_tiles: I32,
@@ -1131,7 +1152,7 @@ class _FmhaSm90:
         mGlobal: cute.Tensor,
         sO: cute.Tensor,
         mma_pv: cute.TiledMma,
-        s2g: cute.TiledCopy,
+        s2g: cute.CopyAtom,  # (a TiledCopy; with TMA_STORE the TMA store atom)
         ct: I32,
         wg: I32,
         m0: I32,
@@ -1155,6 +1176,9 @@ class _FmhaSm90:
 
         rO = cute.make_fragment_like(acc_O, self.dtype)
         rO.store(acc_O.load().to(self.dtype))
+        if cutlass.const_expr(self.tma_store):
+            self.tma_store_epilogue(rO, mO, sO, s2g, ct, wg, m0, head, batch)
+            return
         r2s = _r2s_copy(self.dtype, mma_pv, self.stmatrix)
         thr_r2s = r2s.get_slice(ct)
         # the warpgroup's rows of sO: every thread is done reading the previous tile's
@@ -1179,6 +1203,33 @@ class _FmhaSm90:
                 if m0 + wg * 64 + tOc[0, m, 0][0] < sq:
                     cute.copy(s2g, tOr[None, m, None], tOg[None, m, None])
 
+
+    @cute.jit
+    def tma_store_epilogue(self, rO: cute.Tensor, mO: cute.Tensor, sO: cute.Tensor, tma_o: cute.CopyAtom, ct: I32, wg: I32, m0: I32, head: I32, batch: I32):
+        """TMA_STORE: this warpgroup's O (rO, bf16/fp16) into its own 64 x D stage of sO, then one
+        thread stores the stage with TMA (rows past Sq are not written: TMA clips them) and the
+        next tile's epilogue waits only until that store has read the stage."""
+        d = self.d
+        # the accumulator fragment of one warpgroup's 64 x D tile, whichever warpgroup it is
+        mma_wg = sm90.make_trivial_tiled_mma(
+            self.dtype, self.dtype, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.MN, F32, (1, 1, 1), (64, d),
+            a_source=warpgroup.OperandSource.SMEM if self.p_smem else warpgroup.OperandSource.RMEM,
+        )  # fmt: skip
+        r2s = _r2s_copy(self.dtype, mma_wg, self.stmatrix)
+        thr_r2s = r2s.get_slice(ct % 128)
+        stage = sO[None, None, wg]
+        if ct % 128 == 0:
+            cute.arch.cp_async_bulk_wait_group(0, read=True)  # the previous tile's store has read the stage
+        cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
+        self.copy_r2s(r2s, thr_r2s, rO, thr_r2s.partition_D(stage))
+        cute.arch.fence_proxy("async.shared", space="cta")  # the stage, visible to the TMA unit
+        cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
+        if ct % 128 == 0:
+            if m0 + wg * 64 < mO.shape[0]:
+                gO = cute.local_tile(mO[None, None, head, batch], (64, d), (m0 // 64 + wg, 0))
+                tOs, tOg = cpasync.tma_partition(tma_o, 0, cute.make_layout(1), cute.group_modes(stage, 0, 2), cute.group_modes(gO, 0, 2))
+                cute.copy(tma_o, tOs, tOg)
+                cute.arch.cp_async_bulk_commit_group()
 
     @cute.jit
     def partials_epilogue(
@@ -1322,6 +1373,7 @@ class Config(NamedTuple):
     interleaved: bool = False  # SOFTMAX_INTERLEAVED
     mask_relative: bool = False  # MASK_RELATIVE
     stmatrix: bool = False  # STMATRIX
+    tma_store: bool = False  # TMA_STORE
 
 
 def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
@@ -1359,6 +1411,7 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
         SOFTMAX_INTERLEAVED[(head_dim, has_left or has_right)] if isinstance(SOFTMAX_INTERLEAVED, dict) else bool(SOFTMAX_INTERLEAVED),
         bool(MASK_RELATIVE),
         bool(STMATRIX),
+        bool(TMA_STORE),
     )  # fmt: skip
 
 

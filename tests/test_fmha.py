@@ -565,6 +565,42 @@ def test_gpu_wgmma_stmatrix(d, p_smem_tile, monkeypatch):
     _check(torch, torch.bfloat16, 1, 777, 3000, 4, 1, d, False, (-1, -1), False, path="wgmma", seed=5)
 
 
+def test_wgmma_tma_store_compiles(tmp_path, monkeypatch):
+    """TMA_STORE: O leaves by TMA stores of each warpgroup's 64 x D stage (two 64-column boxes at
+    D=128 under the 128-byte swizzle), issued by one thread after a proxy fence, each epilogue
+    first waiting for the previous store's reads and the kernel for the last one's; O's 16-byte
+    global stores are gone. The NVFP4 output keeps its path."""
+    import re
+
+    sm90 = _fmha().fmha_sm90
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sm90, "TMA_STORE", True)
+    for d, boxes in [(128, 2), (64, 1)]:
+        ptx = sm90._compile.__wrapped__("bfloat16", d, False, True, False, "sm_90a", "--keep-ptx", False, sm90.config_for(d, False, True)).__ptx__
+        assert len(re.findall(r"cp\.async\.bulk\.tensor\.4d\.global\.shared::cta", ptx)) == boxes
+        assert ptx.count("cp.async.bulk.commit_group") == 1 and ptx.count("cp.async.bulk.wait_group.read") == 2
+        assert "fence.proxy.async.shared::cta" in ptx and "st.global.v4" not in ptx
+    ptx = sm90._compile.__wrapped__("bfloat16", 128, False, True, False, "sm_90a", "--keep-ptx", True, sm90.config_for(128, False, True)).__ptx__
+    assert "cp.async.bulk.wait_group" not in ptx  # nvfp4_out: no TMA store
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stmatrix", [False, True])
+@pytest.mark.parametrize("d", [64, 128])
+def test_gpu_wgmma_tma_store(d, stmatrix, monkeypatch):
+    """TMA_STORE (off by default until timed): the reference's values with O stored by TMA,
+    persistent CTAs reusing their O stages tile after tile, query tails clipped by TMA (Sq not a
+    multiple of 64), GQA, causal, a window with a sink."""
+    torch = _cuda()
+    _gpu_path(torch, "wgmma")
+    sm90 = _fmha().fmha_sm90
+    monkeypatch.setattr(sm90, "TMA_STORE", True)
+    monkeypatch.setattr(sm90, "STMATRIX", stmatrix)
+    _check(torch, torch.bfloat16, 2, 1000, 1100, 8, 2, d, True, (-1, -1), False, path="wgmma")
+    _check(torch, torch.float16, 1, 2048, 2048, 4, 4, d, False, (300, 40), True, path="wgmma", seed=3)
+    _check(torch, torch.bfloat16, 3, 777, 3000, 16, 4, d, False, (-1, -1), False, path="wgmma", seed=5)
+
+
 # --- exp2 on the FMA units (FA4's MUFU relief): accuracy of the formula, compiles, GPU ----------------
 def _emulated_exp2_fma(x, impl):
     """The kernel's two formulations in numpy float32 (fmax clamp, polynomial, bits)."""
