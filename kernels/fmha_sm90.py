@@ -843,8 +843,9 @@ class _FmhaSm90:
         else:
             staged = cute.make_rmem_tensor(cute.shape(dst), self.dtype)
             retiled = thr_copy.retile(regs)
-            for v in cutlass.range_constexpr(cute.size(staged)):
-                staged[v] = retiled[v]
+            n = cute.size(staged)
+            flat = cute.make_tensor(retiled.iterator, cute.composition(retiled.layout, cute.make_layout(n)))
+            cute.make_tensor(staged.iterator, cute.make_layout(n)).store(flat.load())
             cute.copy(tiled_copy, staged, dst)
 
     @cute.jit
