@@ -288,8 +288,8 @@ class _FmhaSm90:
             self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas, self.fma_cols, self.order,
             self.mask_loops, self.section_bytes, self.p_smem, self.late_rescale, self.interleaved, self.mask_relative,
             self.stmatrix, tma_store,
-        ) = config
-        self.tma_store = tma_store and not nvfp4_out and not group  # (TMA_STORE: the bf16/fp16 output only)  # fmt: skip
+        ) = config  # fmt: skip
+        self.tma_store = tma_store and not nvfp4_out and not group  # (TMA_STORE: the bf16/fp16 output only)
         self.persistent = self.max_ctas < 2**31 - 1
         self.dynamic = self.persistent and self.order == "dynamic"  # tiles drawn from a counter (fetch_tile)
         self.consumer_wgs = self.block_m // 64
