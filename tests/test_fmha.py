@@ -441,6 +441,14 @@ def test_gpu_wgmma_p_smem(causal, window, sink, tile, monkeypatch):
     _check(torch, torch.float16, 1, 4096, 4096, 4, 4, 64, causal, window, sink, path="wgmma", seed=3)
 
 
+def _check_knob_shapes(torch, d):
+    """The reference's values for a wgmma knob under test: causal with GQA on ragged lengths
+    (Sq != Sk), a window with a sink (fp16), and a key tail inside a block without a mask."""
+    _check(torch, torch.bfloat16, 2, 1000, 1100, 8, 2, d, True, (-1, -1), False, path="wgmma")
+    _check(torch, torch.float16, 1, 2048, 2048, 4, 4, d, False, (300, 40), True, path="wgmma", seed=3)
+    _check(torch, torch.bfloat16, 1, 777, 3000, 4, 1, d, False, (-1, -1), False, path="wgmma", seed=5)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("late_rescale, interleaved", [(False, False), (True, False), (False, True), (True, True)])
 @pytest.mark.parametrize("d", [64, 128])
@@ -453,9 +461,7 @@ def test_gpu_wgmma_softmax_orders(d, late_rescale, interleaved, monkeypatch):
     sm90 = _fmha().fmha_sm90
     monkeypatch.setattr(sm90, "LATE_RESCALE", late_rescale)
     monkeypatch.setattr(sm90, "SOFTMAX_INTERLEAVED", interleaved)
-    _check(torch, torch.bfloat16, 2, 1000, 1100, 8, 2, d, True, (-1, -1), False, path="wgmma")
-    _check(torch, torch.float16, 1, 2048, 2048, 4, 4, d, False, (300, 40), True, path="wgmma", seed=3)
-    _check(torch, torch.bfloat16, 1, 777, 3000, 4, 1, d, False, (-1, -1), False, path="wgmma", seed=5)
+    _check_knob_shapes(torch, d)
 
 
 @pytest.mark.gpu
@@ -471,9 +477,7 @@ def test_gpu_wgmma_mask_relative(d, tile, mask_loops, monkeypatch):
     monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (d, True): tile})
     monkeypatch.setattr(sm90, "MASK_LOOPS", {**sm90.MASK_LOOPS, (d, True): mask_loops})
     monkeypatch.setattr(sm90, "SOFTMAX_INTERLEAVED", False)  # (192 x 128 with two loops spills with it)
-    _check(torch, torch.bfloat16, 2, 1000, 1100, 8, 2, d, True, (-1, -1), False, path="wgmma")
-    _check(torch, torch.float16, 1, 2048, 2048, 4, 4, d, False, (300, 40), True, path="wgmma", seed=3)
-    _check(torch, torch.bfloat16, 1, 777, 3000, 4, 1, d, False, (-1, -1), False, path="wgmma", seed=5)
+    _check_knob_shapes(torch, d)
 
 
 def test_wgmma_mask_relative_compiles(monkeypatch):
@@ -560,9 +564,7 @@ def test_gpu_wgmma_stmatrix(d, p_smem_tile, monkeypatch):
     if p_smem_tile:
         monkeypatch.setattr(sm90, "P_SMEM", True)
         monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (64, False): p_smem_tile, (64, True): (192, 128)})
-    _check(torch, torch.bfloat16, 2, 1000, 1100, 8, 2, d, True, (-1, -1), False, path="wgmma")
-    _check(torch, torch.float16, 1, 2048, 2048, 4, 4, d, False, (300, 40), True, path="wgmma", seed=3)
-    _check(torch, torch.bfloat16, 1, 777, 3000, 4, 1, d, False, (-1, -1), False, path="wgmma", seed=5)
+    _check_knob_shapes(torch, d)
 
 
 def test_wgmma_tma_store_compiles(tmp_path, monkeypatch):
@@ -596,9 +598,8 @@ def test_gpu_wgmma_tma_store(d, stmatrix, monkeypatch):
     sm90 = _fmha().fmha_sm90
     monkeypatch.setattr(sm90, "TMA_STORE", True)
     monkeypatch.setattr(sm90, "STMATRIX", stmatrix)
-    _check(torch, torch.bfloat16, 2, 1000, 1100, 8, 2, d, True, (-1, -1), False, path="wgmma")
-    _check(torch, torch.float16, 1, 2048, 2048, 4, 4, d, False, (300, 40), True, path="wgmma", seed=3)
-    _check(torch, torch.bfloat16, 3, 777, 3000, 16, 4, d, False, (-1, -1), False, path="wgmma", seed=5)
+    _check_knob_shapes(torch, d)
+    _check(torch, torch.bfloat16, 3, 777, 3000, 16, 4, d, False, (-1, -1), False, path="wgmma", seed=5)  # more tiles a CTA
 
 
 # --- exp2 on the FMA units (FA4's MUFU relief): accuracy of the formula, compiles, GPU ----------------
