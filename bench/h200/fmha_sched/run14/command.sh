@@ -1,7 +1,8 @@
 #!/bin/bash
 # LATE_RESCALE (kernels/fmha_sm90.py) against the default on every prefill case and the
 # packed split-KV decode rows (alternating, two passes), then the wgmma GPU tests with it on.
-# Usage (staged machine, PYTHONPATH set): OUT=DIR bash bench/h200/fmha_sched/late_rescale_run.sh
+# As run (staged machine, PYTHONPATH set): OUT=DIR bash late_rescale_run.sh
+# A record: its sed flips the knob's default of that day, which main no longer has.
 : "${OUT:?set OUT}"; mkdir -p "$OUT"
 python3 bench/fmha_peers.py --out "$OUT" --skip-peers --variants now,late_rescale,now#2,late_rescale#2 \
   --variant-cases 0,1,2,3,4,5,6,7,8,9,10,11,d4,d5,d6 > "$OUT/peers.log" 2>&1

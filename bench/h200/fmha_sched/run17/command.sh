@@ -2,7 +2,8 @@
 # SOFTMAX_INTERLEAVED (kernels/fmha_sm90.py) against the default on every prefill case
 # (alternating, two passes), then the wgmma GPU tests of test_fmha.py with it on where it compiles
 # without spills (D=64, D=128 with a diagonal).
-# Usage (staged machine, PYTHONPATH set): OUT=DIR bash bench/h200/fmha_sched/interleave_run.sh
+# As run (staged machine, PYTHONPATH set): OUT=DIR bash interleave_run.sh
+# A record: its sed flips the knob's default of that day, which main no longer has.
 : "${OUT:?set OUT}"; mkdir -p "$OUT"
 python3 bench/fmha_peers.py --out "$OUT" --skip-peers --variants now,sm_inter_diag,now#2,sm_inter_diag#2 \
   --variant-cases 0,1,2,3,4,5,6,7,8,9,10,11 > "$OUT/peers.log" 2>&1
