@@ -263,7 +263,7 @@ def _rescale(acc_O: cute.Tensor, corr: cute.Tensor):
         O[r, None] = O[r, None].load() * corr[r]
 
 
-def _r2s_copy(dtype, mma: cute.TiledMma, stmatrix: bool) -> cute.TiledCopy:
+def _r2s_tiled_copy(dtype, mma: cute.TiledMma, stmatrix: bool) -> cute.TiledCopy:
     """Registers -> shared memory for an accumulator-shaped fragment (O, or P with P_SMEM):
     element-wise stores (two 16-bit values a store), or with STMATRIX the warp's `stmatrix`
     (four 8 x 8 matrices an instruction), as FA3 and CUTLASS's epilogues do."""
@@ -411,11 +411,15 @@ class _FmhaSm90:
         mma_qk = sm90.make_trivial_tiled_mma(
             dt, dt, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.K, F32, (self.consumer_wgs, 1, 1), (64, self.block_n)
         )
-        mma_pv = sm90.make_trivial_tiled_mma(
-            dt, dt, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.MN, F32, (self.consumer_wgs, 1, 1), (64, d),
-            a_source=warpgroup.OperandSource.SMEM if self.p_smem else warpgroup.OperandSource.RMEM,
+        return sQ_layout, sKV_layout, q_load, k_load, v_load, mma_qk, self.pv_mma(self.consumer_wgs)
+
+    def pv_mma(self, warpgroups: int) -> cute.TiledMma:
+        """O = P V over `warpgroups` consumer warpgroups (64 rows each): P from registers (or from
+        shared memory with P_SMEM), V^T MN-major in shared memory."""
+        return sm90.make_trivial_tiled_mma(
+            self.dtype, self.dtype, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.MN, F32, (warpgroups, 1, 1),
+            (64, self.d), a_source=warpgroup.OperandSource.SMEM if self.p_smem else warpgroup.OperandSource.RMEM,
         )  # fmt: skip
-        return sQ_layout, sKV_layout, q_load, k_load, v_load, mma_qk, mma_pv
 
     # --- device side ------------------------------------------------------------------
     @cute.kernel
@@ -528,7 +532,7 @@ class _FmhaSm90:
                 # P's shared-memory tile: the A operand of P V, written from rP (store_p)
                 sP_layout = _smem_layout(self.dtype, self.block_m, self.block_n)
                 sP = storage.p.get_tensor(sP_layout.outer, swizzle=sP_layout.inner)
-                p_copy = _r2s_copy(self.dtype, mma_qk, self.stmatrix)
+                p_copy = _r2s_tiled_copy(self.dtype, mma_qk, self.stmatrix)
                 rP = (rP, wg_pv.make_fragment_A(wg_pv.partition_A(sP)), p_copy, p_copy.get_slice(ct), p_copy.get_slice(ct).partition_D(sP))
             corr = cute.make_rmem_tensor((n_rows,), F32)
             q_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 1)
@@ -835,7 +839,7 @@ class _FmhaSm90:
 
     @cute.jit
     def copy_r2s(self, tiled_copy: cute.TiledCopy, thr_copy, regs: cute.Tensor, dst: cute.Tensor):
-        """An accumulator-shaped register fragment into its shared-memory partition `dst` (_r2s_copy's
+        """An accumulator-shaped register fragment into its shared-memory partition `dst` (_r2s_tiled_copy's
         copy). With STMATRIX the values go through a fragment shaped like `dst`, in the order the
         copy's retiling of the accumulator gives them (CUTLASS's epilogue does the same)."""
         if cutlass.const_expr(not self.stmatrix):
@@ -1180,7 +1184,7 @@ class _FmhaSm90:
         if cutlass.const_expr(self.tma_store):
             self.tma_store_epilogue(rO, mO, sO, s2g, ct, wg, m0, head, batch)
             return
-        r2s = _r2s_copy(self.dtype, mma_pv, self.stmatrix)
+        r2s = _r2s_tiled_copy(self.dtype, mma_pv, self.stmatrix)
         thr_r2s = r2s.get_slice(ct)
         # the warpgroup's rows of sO: every thread is done reading the previous tile's
         cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
@@ -1212,11 +1216,7 @@ class _FmhaSm90:
         next tile's epilogue waits only until that store has read the stage."""
         d = self.d
         # the accumulator fragment of one warpgroup's 64 x D tile, whichever warpgroup it is
-        mma_wg = sm90.make_trivial_tiled_mma(
-            self.dtype, self.dtype, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.MN, F32, (1, 1, 1), (64, d),
-            a_source=warpgroup.OperandSource.SMEM if self.p_smem else warpgroup.OperandSource.RMEM,
-        )  # fmt: skip
-        r2s = _r2s_copy(self.dtype, mma_wg, self.stmatrix)
+        r2s = _r2s_tiled_copy(self.dtype, self.pv_mma(1), self.stmatrix)
         thr_r2s = r2s.get_slice(ct % 128)
         stage = sO[None, None, wg]
         if ct % 128 == 0:
