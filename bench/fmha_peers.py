@@ -104,6 +104,8 @@ def _cand(d64c=(128, 128), **knobs):
 _D64_ONLY = {(64, False): True, (64, True): True, (128, False): False, (128, True): False}
 _D64_UNMASKED = {(64, False): True, (64, True): False, (128, False): False, (128, True): False}
 _DYN_DIAG = {(64, False): "snake", (64, True): "dynamic", (128, False): "snake", (128, True): "dynamic"}
+_D64C_192 = {"MASK_RELATIVE": True, "TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)},
+             "SOFTMAX_INTERLEAVED": {(64, False): True, (64, True): False, (128, False): False, (128, True): False}}
 VARIANTS = {
     "before": None,
     "now": {},
@@ -179,14 +181,20 @@ VARIANTS = {
     "d128_160": {"TILES": {**_T128, (64, False): (192, 128), (128, False): (128, 160)}},
     # the element mask against per-thread constants (session 7, after run18) lets FA3's D=64
     # causal tile compile: 192 x 128 with two key loops, P in registers, no spills (ptxas 13.0)
-    "d64c_192": {"MASK_RELATIVE": True, "TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)},
-                 "SOFTMAX_INTERLEAVED": {(64, False): True, (64, True): False, (128, False): False, (128, True): False}},
+    "d64c_192": _D64C_192,
     "d64c_192_pp": {"MASK_RELATIVE": True, "TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)}, "PINGPONG": _D64_ONLY,
                     "SOFTMAX_INTERLEAVED": {(64, False): True, (64, True): False, (128, False): False, (128, True): False}},
     # and two key loops at D=128 causal (before: C7512, every wgmma serialized)
     "d128c_2loops": {"MASK_RELATIVE": True, "MASK_LOOPS": {(64, True): True, (128, True): True}},
     "d128c_2loops_pp": {"MASK_RELATIVE": True, "MASK_LOOPS": {(64, True): True, (128, True): True},
                         "PINGPONG": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
+    # session 8: d64c_192 (+2-4.5%, s8 c2) with the epilogue's stmatrix (+3.7% at D=64, c3) and TMA store
+    "d64c_192_stm": {**_D64C_192, "STMATRIX": True},
+    "d64c_192_tma_stm": {**_D64C_192, "STMATRIX": True, "TMA_STORE": True},
+    # session 8, against its defaults (D=64 causal 192 x 128, MASK_RELATIVE with a diagonal):
+    # two key loops at D=128 causal too (SOFTMAX_INTERLEAVED at D=64 causal's 192 x 128 is not a
+    # variant: ptxas spills 880 bytes)
+    "s8_d128c_2loops": {"MASK_LOOPS": {(64, True): True, (128, True): True}},
     "dyn_two_loops": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "MASK_LOOPS": True},
     "dyn_pp": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "PINGPONG": True},
     "dyn_d128c_pp": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "PINGPONG": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},

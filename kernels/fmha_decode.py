@@ -80,8 +80,11 @@ COMBINE_WARPS = 4  # combine: one warp per packed row, 4 rows per CTA
 # kernel's CTAs allow it at their start (griddepcontrol.launch_dependents), so its CTAs are
 # scheduled as the split kernel's leave, and each waits (griddepcontrol.wait) until the split
 # kernel has finished and its partials are visible; without PDL the combine starts only after
-# the split kernel's end has gone through the launch queue
-COMBINE_PDL = True
+# the split kernel's end has gone through the launch queue. H200 (bench/h200/fmha_sched/s8,
+# c3-c4, three passes, TFLOP/s, PDL / plain launch): 2x32x16 queries x 32768 keys (16 splits)
+# 304-310 / 318-329, 8x32x16 x 4096 (4 splits) 233-238 / 233-242: the early-scheduled combine
+# CTAs cost the split kernel more than the launch gap they save, so it is off (session 6 had it on)
+COMBINE_PDL = False
 PDL_ARCHS = ("sm_90a", "sm_100a")
 COMBINE_UNROLL = 8  # splits whose partial O loads are in flight at once per warp
 MAX_SPLITS = 128

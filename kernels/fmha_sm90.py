@@ -72,10 +72,14 @@ from kernels.cutedsl_compat import LayoutEnum, SmemAllocator
 # 160 (no spills) and 128 x 176 (40 bytes) lost to 128 x 128 (run2 of this and of fmha_peers),
 # both built then with a warpgroup.arrive before every P V wgmma (ptxas C7519: P's conversion,
 # now in pairs, see store_p); 128 x 176 does not fit shared memory beside O's own buffer
-# (config_for refuses it), 128 x 160 compiles clean now and is the fmha_peers variant d128_160.
+# (config_for refuses it), 128 x 160 compiles clean now and is the fmha_peers variant d128_160:
+# it loses 1-6% (bench/h200/fmha_sched/s8, c3: 688 / 696, 706 / 715, 530-533 / 565-568). D=64
+# causal takes FA3's 192 x 128 since MASK_RELATIVE lets it compile with two key loops and P in
+# registers without spills (s8, c2, two passes, against 128 x 128: 4x16x4096 causal 413-415 /
+# 395, 16x8x2048 causal 352-353 / 344-345; with STMATRIX 417-422 and 355, c4).
 TILES = {
     (64, False): (192, 128),
-    (64, True): (128, 128),
+    (64, True): (192, 128),
     (128, False): (128, 128),
     (128, True): (128, 128),
 }
@@ -144,27 +148,36 @@ LATE_RESCALE = {(64, False): True, (64, True): True, (128, False): False, (128, 
 # like TILES. ptxas 13.0: no spills at D=64 (192 x 128: 8 bytes, against 12) and D=128 causal;
 # D=128 without a mask 60 bytes. H200 (bench/h200/fmha_sched/run17, TFLOP/s, two passes, against
 # False): 4x16x4096x64 491-493 / 471 (+4.5%), causal 395 / 394-395, 16x8x2048x64 causal 343 /
-# 341; D=128 with a diagonal -0.5..2% (causal 610 / 615, window 493-494 / 498, sink 656-657 / 662).
-SOFTMAX_INTERLEAVED = {(64, False): True, (64, True): True, (128, False): False, (128, True): False}
+# 341 (at 128 x 128); D=128 with a diagonal -0.5..2% (causal 610 / 615, window 493-494 / 498, sink
+# 656-657 / 662). D=64 causal at 192 x 128 was timed without it (s8 c2/c4), so it stays off there.
+SOFTMAX_INTERLEAVED = {(64, False): True, (64, True): False, (128, False): False, (128, True): False}
 # the element mask: False, each value's column index against the row's limits (a column index
 # per value, which LLVM hoists out of the key loop: registers held across it); True, the row's
 # limits relative to its first column against each value's offset from it, a constant while
 # tracing (`score_columns`; one compare and select per value). ptxas 13.0 with True: D=64 causal
 # 2728 SASS instructions against 2920, D=64 192 x 128 causal with two key loops and D=128 causal
 # with two key loops compile without spills or serialized wgmmas (False: 880 bytes and C7512;
-# C7512). Not yet run on a GPU: off until the next GPU session's tests and timing
-# (bench/h200/fmha_sched/next_run.sh); its variants set it.
-MASK_RELATIVE = False
+# C7512). H200 (bench/h200/fmha_sched/s8, c1, two passes, TFLOP/s, against False): D=128 causal
+# 612-614 / 608-611, 2x16x8192 causal 662 / 660, window 496-497 / 494-495, sink 664-665 / 661,
+# D=64 causal even; and it is what lets D=64 causal take 192 x 128. A bool or a dict like TILES.
+# Only where a diagonal is crossed: at D=128 without one (where just the key tail is masked) it
+# made ptxas spill 60 bytes (none with False) and lost 3% (677 / 697, s8 f1 against c3).
+MASK_RELATIVE = {(64, False): False, (64, True): True, (128, False): False, (128, True): True}
 # registers -> shared memory for O in the epilogue (and P with P_SMEM) by `stmatrix` (FA3's and
 # CUTLASS's epilogue store; 8 instructions a thread for a 64 x 128 O tile instead of 32 stores).
-# Compiled, not yet run on a GPU: off.
-STMATRIX = False
+# A bool or a dict like TILES. H200 (bench/h200/fmha_sched/s8, c3-c4, two passes, TFLOP/s, against
+# False): 4x16x4096x64 508-511 / 491-493, D=64 causal (192 x 128) 417-422 / 410-413 and 355 / 351;
+# D=128 loses 0.5-2% (689-690 / 695-697, 706-712 / 714, 556-562 / 565-568, causal 610 / 612-614,
+# window 485-489 / 493-499).
+STMATRIX = {(64, False): True, (64, True): True, (128, False): False, (128, True): False}
 # O from shared memory to global by one TMA store a warpgroup (FA3's epilogue), issued by one
 # thread, the next tile's epilogue waiting only for the store's reads of shared memory, instead
 # of every thread loading 16 bytes at a time from shared memory and storing them; O's buffer is
 # then one 64-row stage a warpgroup. Not with the NVFP4 output (it quantizes from shared memory).
-# Compiled, not yet run on a GPU: off.
-TMA_STORE = False
+# A bool or a dict like TILES. H200 (s8, c3-c4, two passes, TFLOP/s): with STMATRIX at D=64
+# 512-516 against 508-511 without, D=64 causal even (417-419 / 417-422, 355 / 355); D=128 loses
+# 1-2% except 8x32x1024 (572-575 / 565-568): off there.
+TMA_STORE = {(64, False): True, (64, True): True, (128, False): False, (128, True): False}
 SCORE_COLUMNS_CHECK_ALL = False  # score_columns checks every consumer thread (seconds a build; the tests)
 # with a right limit and no left one (causal), the key loop as two loops: the blocks that cross
 # the diagonal or the key tail (the first visited), the element mask compiled in, then the
@@ -1377,26 +1390,32 @@ class Config(NamedTuple):
     tma_store: bool = False  # TMA_STORE
 
 
+def _per_config(knob, head_dim: int, masked: bool):
+    """A knob that is one value, or a dict {(head dim, crosses a diagonal): value} like TILES."""
+    return knob[(head_dim, masked)] if isinstance(knob, dict) else knob
+
+
 def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
     """The knobs' current values for one configuration (TILES, or TILE_OVERRIDE when set)."""
-    block_m, block_n = TILE_OVERRIDE or TILES[(head_dim, has_left or has_right)]
+    masked = has_left or has_right
+    block_m, block_n = TILE_OVERRIDE or TILES[(head_dim, masked)]
     if block_m % 64 or not 64 <= block_m <= 192 or block_n % 16 or not 16 <= block_n <= 256:
         raise ValueError(f"tile ({block_m}, {block_n}): BLOCK_M must be 64, 128 or 192, BLOCK_N a multiple of 16 up to 256")
-    pingpong = PINGPONG[(head_dim, has_left or has_right)] if isinstance(PINGPONG, dict) else PINGPONG
+    pingpong = _per_config(PINGPONG, head_dim, masked)
     if pingpong and block_m < 128:
         raise ValueError("PINGPONG takes turns between two or three consumer warpgroups (BLOCK_M = 128 or 192)")
     if isinstance(PERSISTENT, dict):
-        persistent = PERSISTENT[(head_dim, has_left or has_right)]
+        persistent = PERSISTENT[(head_dim, masked)]
     elif PERSISTENT in (True, False, "auto"):
-        persistent = PERSISTENT is True or (PERSISTENT == "auto" and head_dim == 64 and not (has_left or has_right))
+        persistent = PERSISTENT is True or (PERSISTENT == "auto" and head_dim == 64 and not masked)
     else:
         raise ValueError(f"PERSISTENT must be True, False, 'auto' or a dict like TILES, not {PERSISTENT!r}")
-    fma_cols = round(EXP2_FMA.get((head_dim, has_left or has_right), 0.0) * block_n / 4)
-    order = ORDER[(head_dim, has_left or has_right)] if isinstance(ORDER, dict) else ORDER
+    fma_cols = round(EXP2_FMA.get((head_dim, masked), 0.0) * block_n / 4)
+    order = _per_config(ORDER, head_dim, masked)
     if order not in ("stride", "snake", "dynamic"):
         raise ValueError(f"ORDER must be 'stride', 'snake', 'dynamic' or a dict of them like TILES, not {ORDER!r}")
-    stages = ring_stages(head_dim, has_left or has_right)
-    p_smem = P_SMEM[(head_dim, has_left or has_right)] if isinstance(P_SMEM, dict) else bool(P_SMEM)
+    stages = ring_stages(head_dim, masked)
+    p_smem = bool(_per_config(P_SMEM, head_dim, masked))
     # shared memory: barriers (the first kilobyte), Q, O, the K and V rings, P's tile (P_SMEM)
     smem = 1024 + 2 * block_m * head_dim * 2 + 2 * stages * block_n * head_dim * 2 + (block_m * block_n * 2 if p_smem else 0)
     if smem > SHARED_MEMORY_BYTES:
@@ -1406,19 +1425,19 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
         )
     return Config(
         block_m, block_n, stages, INTRA_WG_OVERLAP, pingpong, sm_count() if persistent else 2**31 - 1, fma_cols, order,
-        mask_loops(head_dim, has_left or has_right), SECTION_BYTES if order == "dynamic" else 0,
+        mask_loops(head_dim, masked), SECTION_BYTES if order == "dynamic" else 0,
         p_smem,
-        INTRA_WG_OVERLAP and (LATE_RESCALE[(head_dim, has_left or has_right)] if isinstance(LATE_RESCALE, dict) else bool(LATE_RESCALE)),
-        SOFTMAX_INTERLEAVED[(head_dim, has_left or has_right)] if isinstance(SOFTMAX_INTERLEAVED, dict) else bool(SOFTMAX_INTERLEAVED),
-        bool(MASK_RELATIVE),
-        bool(STMATRIX),
-        bool(TMA_STORE),
+        INTRA_WG_OVERLAP and bool(_per_config(LATE_RESCALE, head_dim, masked)),
+        bool(_per_config(SOFTMAX_INTERLEAVED, head_dim, masked)),
+        bool(_per_config(MASK_RELATIVE, head_dim, masked)),
+        bool(_per_config(STMATRIX, head_dim, masked)),
+        bool(_per_config(TMA_STORE, head_dim, masked)),
     )  # fmt: skip
 
 
 def ring_stages(head_dim: int, masked: bool) -> int:
     """STAGES for one configuration (an int, or a dict by (head dim, crosses a diagonal))."""
-    return STAGES[(head_dim, masked)] if isinstance(STAGES, dict) else STAGES
+    return _per_config(STAGES, head_dim, masked)
 
 
 def mask_loops(head_dim: int, masked: bool) -> bool:

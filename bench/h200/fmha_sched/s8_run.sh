@@ -4,7 +4,7 @@
 # variants recompile every configuration they touch, so a group is one call's worth), every
 # variant timed twice (#2, later in the same run) for the spread. Each group under `timeout`
 # so that the call returns what it has; the output folder is tarred by the caller.
-# usage (staged machine, PYTHONPATH as .dev/p2/env.sh): GROUP=tests|masks|d64c|d128c|d128|d64|decode OUT=DIR bash $0
+# usage (staged machine, PYTHONPATH as .dev/p2/env.sh): GROUP=tests|masks|d64c|d128c|d128|d64|decode|d64c2|d128m|decode_all OUT=DIR bash $0
 : "${OUT:?set OUT}"; : "${GROUP:?set GROUP}"; mkdir -p "$OUT"
 v() {  # v NAME VARIANTS CASES: time VARIANTS, then each again as NAME#2
   local list="$2" again
@@ -22,4 +22,9 @@ case "$GROUP" in
   d128) v d128 now,d128_160,stmatrix,tma_store,tma_store_stm 0,2,8 ;;
   d64) v d64 now,stmatrix,tma_store,tma_store_stm,stm_p_smem_d64_192,stm_p_smem_d64_176 4 ;;
   decode) v decode now,no_combine_pdl d2,d3 ;;
+  # second round, after the first: the D=64 causal winner with the epilogue knobs, the epilogue
+  # knobs on D=128 with a diagonal, the combine's launch on every decode case
+  d64c2) v d64c2 now,d64c_192,d64c_192_stm,d64c_192_tma_stm 5,9 ;;
+  d128m) v d128m now,stmatrix,tma_store 1,10 ;;
+  decode_all) v decode_all now,no_combine_pdl d0,d1,d2,d3,d4,d5,d6 ;;
 esac
