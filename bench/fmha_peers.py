@@ -151,7 +151,8 @@ VARIANTS = {
     # a third K/V buffer where shared memory has room (D=64: 96 KB -> 128 KB at 128 x 128, 144 KB at 192 x 128)
     "d64_stages3": {"STAGES": {(64, False): 3, (64, True): 3, (128, False): 2, (128, True): 2}},
     "split_stages3": {"SPLIT_STAGES": 3},  # the packed split-KV kernel (decode) with a third K/V buffer
-    "no_combine_pdl": {"fmha_decode.COMBINE_PDL": False},  # split-KV's combine as a plain launch (before session 6)
+    "no_combine_pdl": {"fmha_decode.COMBINE_PDL": False},  # split-KV's combine as a plain launch (before session 6; the default since session 8)
+    "combine_pdl": {"fmha_decode.COMBINE_PDL": True},  # session 6-7's default
     # P through shared memory (P_SMEM) with the wider D=64 tiles it lets fit (FA3: 192 x 192
     # without a mask, 192 x 128 causal); compiled without spills, first timing pending
     "p_smem_d64_176": {"P_SMEM": _D64_UNMASKED, "TILES": {**_T128, (64, False): (192, 176)}},

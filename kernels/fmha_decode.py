@@ -620,7 +620,6 @@ class _SplitKV(_Fmha):
 
 
 # --- compile (no GPU needed) ------------------------------------------------------
-@functools.cache
 def compile_decode(
     dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, arch: str, options: str = "", key_warps: bool = False
 ):
@@ -634,8 +633,17 @@ def compile_decode(
         raise ValueError(f"head_dim must be one of {HEAD_DIMS}, not {head_dim!r}")
     if arch not in ARCHS:
         raise ValueError(f"the decode path needs one of {ARCHS}, not {arch!r}")
+    # (the knob is read here and passed on, so that the cache below is keyed by it)
+    pdl = COMBINE_PDL and arch in PDL_ARCHS and not key_warps
+    return _compile_decode(dtype, head_dim, has_left, has_right, has_sink, arch, options, key_warps, pdl)
+
+
+@functools.cache
+def _compile_decode(
+    dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, arch: str, options: str, key_warps: bool, pdl: bool
+):
     dt = DTYPES[dtype]
-    kernel = _SplitKV(dt, head_dim, has_left, has_right, has_sink, key_warps, COMBINE_PDL and arch in PDL_ARCHS and not key_warps)
+    kernel = _SplitKV(dt, head_dim, has_left, has_right, has_sink, key_warps, pdl)
     with lowering.prelowering(lowering.auto_pipeline(arch)):
         return cute.compile(kernel, *fake_arguments(dt), options=f"--gpu-arch {arch} {options}".strip())
 

@@ -182,14 +182,13 @@ def test_compiles(arch, i):
 # the wgmma path (sm_90a): every mask/sink combination with every dtype and head dim
 @pytest.mark.parametrize("layout", LAYOUTS, ids=lambda l: f"{l[0]}-d{l[1]}")
 @pytest.mark.parametrize("i", range(len(FEATURES)))
-def test_compiles_wgmma(i, layout, tmp_path, monkeypatch):
+def test_compiles_wgmma(i, layout, tmp_path):
     import lowering
 
-    monkeypatch.chdir(tmp_path)  # --keep-ptx also writes the PTX to the working directory
     fmha = _fmha()
     causal, window, sink = FEATURES[i]
     dtype, head_dim = layout
-    fn = fmha.compile_attention(dtype, head_dim, causal, window, sink, "sm_90a", path="wgmma", options="--keep-ptx")
+    fn = fmha.compile_attention(dtype, head_dim, causal, window, sink, "sm_90a", path="wgmma", options=f"--keep-ptx --dump-dir {tmp_path}")
     report = lowering.last_report()
     assert report is not None and report.arch == "sm_90a"
     ptx = fn.__ptx__
@@ -216,7 +215,7 @@ def test_compiles_wgmma(i, layout, tmp_path, monkeypatch):
         assert (re.search(rf"bar\.sync\s+{9 + 2 * wg}, 160;", ptx) is not None) == dynamic
         assert (re.search(rf"bar\.arrive\s+{8 + 2 * wg}, 160;", ptx) is not None) == dynamic
     # "auto" takes this path on sm_90a (the same cached compile)
-    assert fmha.compile_attention(dtype, head_dim, causal, window, sink, "sm_90a", options="--keep-ptx") is fn
+    assert fmha.compile_attention(dtype, head_dim, causal, window, sink, "sm_90a", options=f"--keep-ptx --dump-dir {tmp_path}") is fn
 
 
 @pytest.mark.parametrize("causal, tile", [(False, (192, 176)), (True, (192, 128))])
@@ -224,12 +223,11 @@ def test_compiles_wgmma_p_smem(causal, tile, tmp_path, monkeypatch):
     """P_SMEM (D=64, FA3's wider tiles): P V takes P from a shared-memory tile that the softmax
     wrote and fenced for the async proxy; no spills, no wgmma serialized (ptxas is not run
     here: the PTX has no local memory and the P V wgmmas name two descriptors)."""
-    monkeypatch.chdir(tmp_path)
     fmha = _fmha()
     sm90 = fmha.fmha_sm90
     monkeypatch.setattr(sm90, "P_SMEM", True)
     monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (64, causal): tile})
-    fn = fmha.compile_attention("bfloat16", 64, causal, (-1, -1), False, "sm_90a", path="wgmma", options="--keep-ptx")
+    fn = fmha.compile_attention("bfloat16", 64, causal, (-1, -1), False, "sm_90a", path="wgmma", options=f"--keep-ptx --dump-dir {tmp_path}")
     ptx = fn.__ptx__
     pv = [line for line in ptx.splitlines() if "wgmma.mma_async.sync.aligned.m64n64k16" in line]
     assert pv and all(re.search(r"\}, %rd\d+, %rd\d+,", line) for line in pv), "P V does not read P from shared memory"
@@ -480,7 +478,7 @@ def test_gpu_wgmma_mask_relative(d, tile, mask_loops, monkeypatch):
     _check_knob_shapes(torch, d)
 
 
-def test_wgmma_mask_relative_compiles(monkeypatch):
+def test_wgmma_mask_relative_compiles(tmp_path, monkeypatch):
     """MASK_RELATIVE builds (FA3's D=64 causal 192 x 128 with two key loops, D=128 causal with two
     loops, D=64 with a window and a sink): score_columns finds every consumer thread's score
     columns to be thread 0's shifted by its first (checked on all threads here, the assumption
@@ -495,7 +493,7 @@ def test_wgmma_mask_relative_compiles(monkeypatch):
     for d, left, right, sink in [(64, False, True, False), (128, False, True, False), (64, True, True, True)]:
         config = sm90.config_for(d, left, right)
         assert config.mask_relative
-        ptx = sm90._compile.__wrapped__("bfloat16", d, left, right, sink, "sm_90a", "--keep-ptx", False, config).__ptx__
+        ptx = sm90._compile.__wrapped__("bfloat16", d, left, right, sink, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config).__ptx__
         assert "ld.local" not in ptx and "st.local" not in ptx
         assert "selp.f32" in ptx  # the mask: one select per value
 
@@ -517,9 +515,8 @@ def test_wgmma_wider_key_tile_converts_p_in_pairs(tmp_path, monkeypatch):
     warpgroup.arrive before each: C7519)."""
     fmha = _fmha()
     sm90 = fmha.fmha_sm90
-    monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 160)})
-    ptx = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", "--keep-ptx", False, sm90.config_for(128, False, False)).__ptx__
+    ptx = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, sm90.config_for(128, False, False)).__ptx__
     assert "wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16" in ptx
     assert "cvt.rn.bf16.f32" not in ptx and ptx.count("cvt.rn.bf16x2.f32") >= 40
     assert "ld.local" not in ptx and "st.local" not in ptx
@@ -541,13 +538,12 @@ def test_wgmma_stmatrix_compiles(tmp_path, monkeypatch):
     """STMATRIX: O (and P with P_SMEM) reach shared memory by stmatrix, no element-wise shared
     stores left, no local memory; FA3's D=64 tile 192 x 192 with P in shared memory builds."""
     sm90 = _fmha().fmha_sm90
-    monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sm90, "STMATRIX", True)
-    ptx = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", "--keep-ptx", False, sm90.config_for(128, False, False)).__ptx__
+    ptx = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, sm90.config_for(128, False, False)).__ptx__
     assert ptx.count("stmatrix.sync.aligned") == 8 and "st.shared" not in ptx  # 64 x 128 O a warpgroup: 8 x4 stmatrix a thread
     monkeypatch.setattr(sm90, "P_SMEM", {(64, False): True, (64, True): False, (128, False): False, (128, True): False})
     monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (64, False): (192, 192)})
-    ptx = sm90._compile.__wrapped__("bfloat16", 64, False, False, False, "sm_90a", "--keep-ptx", False, sm90.config_for(64, False, False)).__ptx__
+    ptx = sm90._compile.__wrapped__("bfloat16", 64, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, sm90.config_for(64, False, False)).__ptx__
     assert "stmatrix.sync.aligned" in ptx and "st.shared" not in ptx
     assert "ld.local" not in ptx and "st.local" not in ptx
 
@@ -575,14 +571,13 @@ def test_wgmma_tma_store_compiles(tmp_path, monkeypatch):
     import re
 
     sm90 = _fmha().fmha_sm90
-    monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sm90, "TMA_STORE", True)
     for d, boxes in [(128, 2), (64, 1)]:
-        ptx = sm90._compile.__wrapped__("bfloat16", d, False, True, False, "sm_90a", "--keep-ptx", False, sm90.config_for(d, False, True)).__ptx__
+        ptx = sm90._compile.__wrapped__("bfloat16", d, False, True, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, sm90.config_for(d, False, True)).__ptx__
         assert len(re.findall(r"cp\.async\.bulk\.tensor\.4d\.global\.shared::cta", ptx)) == boxes
         assert ptx.count("cp.async.bulk.commit_group") == 1 and ptx.count("cp.async.bulk.wait_group.read") == 2
         assert "fence.proxy.async.shared::cta" in ptx and "st.global.v4" not in ptx
-    ptx = sm90._compile.__wrapped__("bfloat16", 128, False, True, False, "sm_90a", "--keep-ptx", True, sm90.config_for(128, False, True)).__ptx__
+    ptx = sm90._compile.__wrapped__("bfloat16", 128, False, True, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", True, sm90.config_for(128, False, True)).__ptx__
     assert "cp.async.bulk.wait_group" not in ptx  # nvfp4_out: no TMA store
 
 
@@ -653,13 +648,12 @@ def test_exp2_fma_columns_and_arguments():
 
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
 @pytest.mark.parametrize("impl", ["natural", "magic"])
-def test_compiles_exp2_on_fma(arch, impl, tmp_path, monkeypatch):
+def test_compiles_exp2_on_fma(arch, impl, tmp_path):
     import lowering
 
-    monkeypatch.chdir(tmp_path)  # --keep-ptx also writes the PTX to the working directory
     fmha = _fmha()
     causal, sink = impl == "natural", arch == "sm_100a"
-    fn = fmha.compile_attention("bfloat16", 64, causal, (-1, -1), sink, arch, exp2_on_fma=0.5, exp2_impl=impl, options="--keep-ptx")
+    fn = fmha.compile_attention("bfloat16", 64, causal, (-1, -1), sink, arch, exp2_on_fma=0.5, exp2_impl=impl, options=f"--keep-ptx --dump-dir {tmp_path}")
     ptx = fn.__ptx__
     n_poly = 4 * 8 * 2  # rows x half of the 16 columns a thread, masked and unmasked softmax
     counts = {p.name: p.counts for p in lowering.last_report().passes}
@@ -670,7 +664,7 @@ def test_compiles_exp2_on_fma(arch, impl, tmp_path, monkeypatch):
     else:
         assert "fptosi-to-ptx" not in counts
         assert "cvt.rmi" not in ptx and ptx.count("add.rm.ftz.f32") == n_poly
-    base = fmha.compile_attention("bfloat16", 64, causal, (-1, -1), sink, arch, exp2_on_fma=0, options="--keep-ptx", path="mma_sync").__ptx__
+    base = fmha.compile_attention("bfloat16", 64, causal, (-1, -1), sink, arch, exp2_on_fma=0, options=f"--keep-ptx --dump-dir {tmp_path}", path="mma_sync").__ptx__
     assert base.count("ex2.approx") - ptx.count("ex2.approx") == n_poly
 
 

@@ -50,26 +50,39 @@ FEATURES = [
 LAYOUTS = [("bfloat16", 128), ("float16", 64)]
 
 
-def test_compiles_decode_sm80_without_pdl(tmp_path, monkeypatch):
+def test_compiles_decode_sm80_without_pdl(tmp_path):
     """sm_80 has no griddepcontrol: the combine there is a plain launch after the split kernel."""
     from kernels import fmha
 
-    monkeypatch.chdir(tmp_path)
-    ptx = fmha.compile_attention("bfloat16", 128, True, (-1, -1), False, "sm_80", path="decode", options="--keep-ptx").__ptx__
+    ptx = fmha.compile_attention("bfloat16", 128, True, (-1, -1), False, "sm_80", path="decode", options=f"--keep-ptx --dump-dir {tmp_path}").__ptx__
     assert ptx.count(".entry") == 2 and "griddepcontrol" not in ptx
 
 
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+def test_compiles_decode_combine_pdl(arch, tmp_path, monkeypatch):
+    """COMBINE_PDL on: the split kernel lets the combine be scheduled (launch_dependents), the
+    combine waits for the split kernel's partials (wait); a build after the knob changed is a
+    new build (the compile cache is keyed by it), and the key-warps kernel has no second kernel."""
+    decode = _decode()
+    options = f"--keep-ptx --dump-dir {tmp_path}"
+    plain = decode.compile_decode("bfloat16", 128, False, True, False, arch, options).__ptx__
+    monkeypatch.setattr(decode, "COMBINE_PDL", True)
+    ptx = decode.compile_decode("bfloat16", 128, False, True, False, arch, options).__ptx__
+    assert "griddepcontrol" not in plain
+    assert ptx.count("griddepcontrol.launch_dependents") == 1 and ptx.count("griddepcontrol.wait") == 1
+    assert "griddepcontrol" not in decode.compile_decode("bfloat16", 128, False, True, False, arch, options, key_warps=True).__ptx__
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
 @pytest.mark.parametrize("i", range(len(FEATURES)))
-def test_compiles_decode(arch, i, tmp_path, monkeypatch):
+def test_compiles_decode(arch, i, tmp_path):
     import lowering
     from kernels import fmha
 
-    monkeypatch.chdir(tmp_path)  # --keep-ptx writes the PTX to the working directory
     causal, window, sink = FEATURES[i]
     dtype, head_dim = LAYOUTS[(i + (arch == "sm_100a")) % len(LAYOUTS)]
     # 64-row tiles (what path="decode" compiles here): the split kernel and the combine kernel
-    fn = fmha.compile_attention(dtype, head_dim, causal, window, sink, arch, path="decode", options="--keep-ptx")
+    fn = fmha.compile_attention(dtype, head_dim, causal, window, sink, arch, path="decode", options=f"--keep-ptx --dump-dir {tmp_path}")
     report = lowering.last_report()
     assert report is not None and report.arch == arch
     ptx = fn.__ptx__
@@ -79,11 +92,10 @@ def test_compiles_decode(arch, i, tmp_path, monkeypatch):
     if head_dim == 128:  # the combine's partial O loads: 16 bytes a lane
         assert "ld.global.v4.b32" in ptx or "ld.global.v2.b64" in ptx  # (sm_100a spells them the second way)
     assert ".minnctapersm 2" in ptx
-    # the combine is a programmatic dependent launch (COMBINE_PDL, both archs here): the split
-    # kernel lets it be scheduled, the combine waits for the split kernel's partials
-    assert ptx.count("griddepcontrol.launch_dependents") == 1 and ptx.count("griddepcontrol.wait") == 1
+    # the combine is a plain launch after the split kernel (COMBINE_PDL off, the default) ...
+    assert "griddepcontrol" not in ptx
     # <= 16 packed rows: one kernel, whose last CTA per tile combines (an acq_rel arrival count)
-    fn = _decode().compile_decode(dtype, head_dim, window[0] >= 0, causal or window[1] >= 0, sink, arch, "--keep-ptx", key_warps=True)
+    fn = _decode().compile_decode(dtype, head_dim, window[0] >= 0, causal or window[1] >= 0, sink, arch, f"--keep-ptx --dump-dir {tmp_path}", key_warps=True)
     ptx = fn.__ptx__
     assert ptx.count(".entry") == 1 and "key_warps" in ptx
     assert "atom.global.acq_rel.add" in ptx and "fence.acq_rel.gpu" in ptx

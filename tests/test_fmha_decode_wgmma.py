@@ -27,21 +27,34 @@ FEATURES = [  # (head dim, causal, window, sink, G)
 
 
 @pytest.mark.parametrize("i", range(len(FEATURES)))
-def test_compiles_packed_split(i, tmp_path, monkeypatch):
+def test_compiles_packed_split(i, tmp_path):
     """sm_90a: a split kernel of wgmmas whose Q arrives by one 5-D TMA box ((G, Sq), D, Hkv, B), and the combine kernel."""
     _sm90()
     from kernels import fmha
 
     d, causal, window, sink, group = FEATURES[i]
-    monkeypatch.chdir(tmp_path)  # --keep-ptx writes the PTX to the working directory
-    fn = fmha.compile_attention("bfloat16", d, causal, window, sink, "sm_90a", path="decode_wgmma", group=group, options="--keep-ptx")
+    fn = fmha.compile_attention("bfloat16", d, causal, window, sink, "sm_90a", path="decode_wgmma", group=group, options=f"--keep-ptx --dump-dir {tmp_path}")
     ptx = fn.__ptx__
     entries = [line for line in ptx.splitlines() if line.startswith(".visible .entry")]
     assert len(entries) == 2 and "PackedSplitSm90" in entries[0] and "combine_kernel" in entries[1], entries
     assert "wgmma.mma_async" in ptx
     assert "cp.async.bulk.tensor.5d" in ptx, "Q is not loaded as one packed TMA box"
-    assert ptx.count("griddepcontrol.launch_dependents") == 1 and ptx.count("griddepcontrol.wait") == 1  # the combine: PDL
+    assert "griddepcontrol" not in ptx  # the combine: a plain launch (fmha_decode.COMBINE_PDL off)
     assert "st.local" not in ptx and "ld.local" not in ptx
+
+
+def test_compiles_packed_split_combine_pdl(tmp_path, monkeypatch):
+    """fmha_decode.COMBINE_PDL on: the packed split kernel lets the combine be scheduled early and
+    the combine waits for its partials (a new build, not the cached plain-launch one)."""
+    sm90 = _sm90()
+    from kernels import fmha_decode
+
+    options = f"--keep-ptx --dump-dir {tmp_path}"
+    plain = sm90.compile_packed_split("bfloat16", 128, 8, False, False, False, "sm_90a", options).__ptx__
+    monkeypatch.setattr(fmha_decode, "COMBINE_PDL", True)
+    ptx = sm90.compile_packed_split("bfloat16", 128, 8, False, False, False, "sm_90a", options).__ptx__
+    assert "griddepcontrol" not in plain
+    assert ptx.count("griddepcontrol.launch_dependents") == 1 and ptx.count("griddepcontrol.wait") == 1
 
 
 def test_refusals():

@@ -24,11 +24,10 @@ def _accesses(ptx: str) -> collections.Counter:
 
 @pytest.mark.parametrize("path, rows, threads", [("wgmma", 64, 128), ("mma_sync", 128, 128)])
 @pytest.mark.parametrize("head_dim", [64, 128])
-def test_epilogue_accesses_are_vectorized(tmp_path, monkeypatch, path, rows, threads, head_dim):
+def test_epilogue_accesses_are_vectorized(tmp_path, path, rows, threads, head_dim):
     from kernels import fmha
 
-    monkeypatch.chdir(tmp_path)  # --keep-ptx also writes the PTX to the working directory
-    fn = fmha.compile_attention("bfloat16", head_dim, True, (-1, -1), False, "sm_90a", path=path, options="--keep-ptx", out_format="nvfp4")
+    fn = fmha.compile_attention("bfloat16", head_dim, True, (-1, -1), False, "sm_90a", path=path, options=f"--keep-ptx --dump-dir {tmp_path}", out_format="nvfp4")
     fused = _accesses(fn.__ptx__)
     # no element-wise shared-memory reads of the 16-bit O tile
     assert not [a for a in fused if a.startswith("ld.shared.") and a.endswith(("16", "b8", "u8"))], fused
