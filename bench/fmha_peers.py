@@ -183,8 +183,7 @@ VARIANTS = {
     # the element mask against per-thread constants (session 7, after run18) lets FA3's D=64
     # causal tile compile: 192 x 128 with two key loops, P in registers, no spills (ptxas 13.0)
     "d64c_192": _D64C_192,
-    "d64c_192_pp": {"MASK_RELATIVE": True, "TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)}, "PINGPONG": _D64_ONLY,
-                    "SOFTMAX_INTERLEAVED": {(64, False): True, (64, True): False, (128, False): False, (128, True): False}},
+    "d64c_192_pp": {**_D64C_192, "PINGPONG": _D64_ONLY},
     # and two key loops at D=128 causal (before: C7512, every wgmma serialized)
     "d128c_2loops": {"MASK_RELATIVE": True, "MASK_LOOPS": {(64, True): True, (128, True): True}},
     "d128c_2loops_pp": {"MASK_RELATIVE": True, "MASK_LOOPS": {(64, True): True, (128, True): True},

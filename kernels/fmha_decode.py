@@ -81,9 +81,11 @@ COMBINE_WARPS = 4  # combine: one warp per packed row, 4 rows per CTA
 # scheduled as the split kernel's leave, and each waits (griddepcontrol.wait) until the split
 # kernel has finished and its partials are visible; without PDL the combine starts only after
 # the split kernel's end has gone through the launch queue. H200 (bench/h200/fmha_sched/s8,
-# c3-c4, three passes, TFLOP/s, PDL / plain launch): 2x32x16 queries x 32768 keys (16 splits)
-# 304-310 / 318-329, 8x32x16 x 4096 (4 splits) 233-238 / 233-242: the early-scheduled combine
-# CTAs cost the split kernel more than the launch gap they save, so it is off (session 6 had it on)
+# c3 and c4, two passes each, TFLOP/s, PDL / plain launch; all packed split-KV on sm_90a):
+# 2x32x16 queries x 32768 keys (16 splits) 304-310 / 318-329, 8x32x16 x 4096 (4 splits) 233-238 /
+# 233-242, but 4x32x64 x 8192 and 2x32x128 x 32768 (2 splits each) 532-533 / 520-530 and 664-667 /
+# 658-663: the early-scheduled combine CTAs cost a many-split kernel more than the launch gap they
+# save. Off (session 6 had it on); PDL for small split counts only is untried.
 COMBINE_PDL = False
 PDL_ARCHS = ("sm_90a", "sm_100a")
 COMBINE_UNROLL = 8  # splits whose partial O loads are in flight at once per warp

@@ -67,8 +67,8 @@ from kernels.cutedsl_compat import LayoutEnum, SmemAllocator
 # 192 x 128 at D=64 fits 160 registers a consumer when persistent (ptxas: 8 bytes of spills
 # outside the key loop; 84 with a causal mask; one CTA per tile 240 / 644 bytes) and, with
 # PINGPONG, measured 419-446 against 411-421 TFLOP/s for 128 x 128 at 4x16x4096x64
-# (bench/h200/fmha_prefill/run1-4); with a causal mask it does not pay (354 against 358 at
-# 4x16x4096, 297 against 320 at 16x8x2048, both persistent, snake order: run2). D=128: 128 x
+# (bench/h200/fmha_prefill/run1-4); with a causal mask it did not pay then, spilling (354 against
+# 358 at 4x16x4096, 297 against 320 at 16x8x2048, both persistent, snake order: run2). D=128: 128 x
 # 160 (no spills) and 128 x 176 (40 bytes) lost to 128 x 128 (run2 of this and of fmha_peers),
 # both built then with a warpgroup.arrive before every P V wgmma (ptxas C7519: P's conversion,
 # now in pairs, see store_p); 128 x 176 does not fit shared memory beside O's own buffer
