@@ -144,8 +144,13 @@ VARIANTS = {
     # session 6: the persistent kernel with FA3's dynamic tile scheduler (an atomic counter)
     "dynamic_all": {"PERSISTENT": True, "ORDER": "dynamic"},
     "dynamic_diag": {"PERSISTENT": True, "ORDER": _DYN_DIAG},
-    "dyn_linear": {"SECTION_BYTES": 0},  # the dynamic order without L2 sections (query tile fastest, then head)
+    "dyn_linear": {"SECTION_BYTES": 0},  # the dynamic order without L2 sections (query tile fastest, then head; the default before session 9)
     "dyn_sections_16m": {"SECTION_BYTES": 16 << 20},
+    "dyn_sections_32m": {"SECTION_BYTES": 32 << 20},  # FA3's section size (hopper/tile_scheduler.hpp)
+    # session 9: with sections (+4-8% on the causal rows, s9 sec), the loop knobs that were even before
+    "sec_d128c_pp": {"SECTION_BYTES": 32 << 20, "PINGPONG": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
+    "sec_d64c_pp": {"SECTION_BYTES": 32 << 20, "PINGPONG": {(64, False): True, (64, True): True, (128, False): False, (128, True): False}},
+    "sec_d128c_2loops": {"SECTION_BYTES": 32 << 20, "MASK_LOOPS": {(64, True): True, (128, True): True}},
     # D=64 causal on 192 x 128 tiles, one key loop (two spill 592 bytes)
     "dyn_d64c_192": {"TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)}, "MASK_LOOPS": False},
     # a third K/V buffer where shared memory has room (D=64: 96 KB -> 128 KB at 128 x 128, 144 KB at 192 x 128)

@@ -9,8 +9,9 @@ The kernel: CTAs of a producer and two or three consumer warpgroups, each taking
 last-first: with a causal mask the longest rows start first and the short ones fill the tail;
 CTAs that run together share a head's K/V in L2). One CTA per tile, or, where PERSISTENT says
 so, one per SM walking the tiles (ORDER: statically, every other round backwards, or drawing
-the next tile from a global counter as FA3's causal scheduler does), its producer loading the
-next tile while the consumers finish the current one (Config).
+the next tile from a global counter as FA3's causal scheduler does, by L2 sections of kv heads
+whose longest tiles go first: SECTION_BYTES), its producer loading the next tile while the
+consumers finish the current one (Config).
 
 - Warpgroup 0 is the producer: one warp issues TMA loads (Q once, then K and V tiles of
   BLOCK_N keys from the last visited block to the first) into a ring of STAGES shared
@@ -97,8 +98,9 @@ INTRA_WG_OVERLAP = True
 # a bool, or a dict {(head_dim, crosses a diagonal): bool} like TILES. With three consumers
 # (D=64, 192 x 128) it measured 446 against 433 without (run1; 419-441 with it in run2-3:
 # within the noise, kept as FA3 does); with two (128 x 128) within +-2% in an earlier run
-# (RESULTS.md).
-PINGPONG = {(64, False): True, (64, True): False, (128, False): False, (128, True): False}
+# (RESULTS.md), and at D=128 causal with SECTION_BYTES even again (s9/sec2: 638 / 639, 683 /
+# 684). D=64 causal (192 x 128) with SECTION_BYTES: 457-459 against 452-453, 16x8x2048 378 / 372-373.
+PINGPONG = {(64, False): True, (64, True): True, (128, False): False, (128, True): False}
 EPILOGUE_BARRIER = 1  # named barriers 1.. : one per consumer warpgroup (its O rows in shared memory)
 TURN_BARRIER = 5  # named barriers 5, 6 (, 7): PINGPONG's turns, one per consumer
 # ORDER "dynamic": named barriers 8 + 2 wg (the next tile's index is in shared memory: producer
@@ -202,11 +204,14 @@ ORDER = {(64, False): "snake", (64, True): "dynamic", (128, False): "snake", (12
 # section first, heads fastest: the shortest tiles of the whole launch come last, so no CTA
 # starts a long tile when the others are nearly done (with one head at a time, the last
 # head's longest tile starts ~1/H of its head's work before the end). FA3 sizes its sections
-# for 32 MiB of L2. 0: the linear order (query tile fastest, then head, then batch). H200
-# (bench/h200/fmha_sched/run4-5, TFLOP/s, 32 MiB against 0): +0.4-1.3% on 4x16x4096 causal
-# D=128 and D=64, window, sink; 1x32x16384 causal 631-648 against 665-696 (a section of 4
-# heads' 8 MiB K/V each thrashes L2 where one head's tiles already fill a wave): left off.
-SECTION_BYTES = 0
+# for 32 MiB of L2 (hopper/tile_scheduler.hpp). 0: the linear order (query tile fastest, then
+# head, then batch). ncu, 4x16x4096x128 causal (bench/h200/fmha_sched/s9/ncu_sched): the same SM
+# active cycles (695-698 k) in 758 k elapsed with 0, 710 k with 32 MiB (FA3: 636 k in 652 k);
+# timed (s9/sec, sec2, TFLOP/s, against 0): D=128 causal 4x16x4096 638-639 / 610, 2x16x8192
+# 684-685 / 659-660, D=64 causal 451-453 / 420, 16x8x2048x64 372-373 / 349-351, window 503-507 /
+# 492-495, sink 683-685 / 662-663, 1x32x16384 causal 679-712 / 685-705 (noise). Session 6 had
+# measured +0.4-1.3% (run4-5), with a slower key loop; 16 MiB is within 1% of 32.
+SECTION_BYTES = 32 << 20
 # FA4's relief for MUFU: the share of each row's scores whose exp2 is a polynomial on the FMA
 # units (kernels.fmha's exp2_fma_magic), by (head dim, crosses a diagonal); absent = 0. At D=64
 # one 64 x 128 block's 8192 exp2 take MUFU (16 a clock per SM) as long as its two wgmmas take

@@ -393,13 +393,15 @@ def test_gpu_long_and_repeated(path):
         ((1, 300, 300, 8, 4), 128, False, (-1, -1), False),  # 24 tiles: fewer than SMs, every CTA's first draw ends it
     ],
 )
-@pytest.mark.parametrize("order", ["snake", "dynamic"])
+@pytest.mark.parametrize("order", ["snake", "dynamic", "dynamic_sections"])
 def test_gpu_wgmma_persistent_matches_one_cta_per_tile(shape, d, causal, window, sink, order, monkeypatch):
     """More tiles than SMs: each CTA of the persistent launch walks several tiles (the K/V ring,
     Q's buffer and O's staging buffer carried from one tile to the next), in the static snake
-    order or drawn from the dynamic scheduler's counter, and must give the same bits as one
-    CTA per tile, and the reference's values. The dynamic scheduler's counters are zero after
-    every call (kept in ops' scratch, so a second call would otherwise skip tiles)."""
+    order or drawn from the dynamic scheduler's counter (in the linear order, or by L2 sections
+    of 5 kv heads: several sections, the last one partial on the first three shapes), and must
+    give the same bits as one CTA per tile, and the reference's values. The dynamic scheduler's
+    counters are zero after every call (kept in ops' scratch, so a second call would otherwise
+    skip tiles)."""
     torch = _cuda()
     _gpu_path(torch, "wgmma")
     fmha = _fmha()
@@ -407,7 +409,8 @@ def test_gpu_wgmma_persistent_matches_one_cta_per_tile(shape, d, causal, window,
 
     b, sq, sk, hq, hkv = shape
     monkeypatch.setattr(fmha.fmha_sm90, "PERSISTENT", True)
-    monkeypatch.setattr(fmha.fmha_sm90, "ORDER", order)
+    monkeypatch.setattr(fmha.fmha_sm90, "ORDER", order.split("_")[0])
+    monkeypatch.setattr(fmha.fmha_sm90, "SECTION_BYTES", 5 * sk * 4 * d if order == "dynamic_sections" else 0)
     _check(torch, torch.bfloat16, b, sq, sk, hq, hkv, d, causal, window, sink, path="wgmma")
     g = torch.Generator(device="cuda").manual_seed(11)
     q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(torch.bfloat16)
@@ -416,7 +419,7 @@ def test_gpu_wgmma_persistent_matches_one_cta_per_tile(shape, d, causal, window,
     kw = dict(causal=causal, window=window, sink=s, return_lse=True, path="wgmma")
     outs = [fmha.attention(q, k, v, **kw) for _ in range(3)]
     torch.cuda.synchronize()
-    if order == "dynamic":
+    if order.startswith("dynamic"):
         counters = ops._SCRATCH[(torch.cuda.current_device(), torch.cuda.current_stream().cuda_stream)][3][:2]
         assert counters.view(torch.int32).tolist() == [0, 0], "the dynamic scheduler left its counters non-zero"
     monkeypatch.setattr(fmha.fmha_sm90, "PERSISTENT", False)
