@@ -151,6 +151,10 @@ VARIANTS = {
     "sec_d128c_pp": {"SECTION_BYTES": 32 << 20, "PINGPONG": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
     "sec_d64c_pp": {"SECTION_BYTES": 32 << 20, "PINGPONG": {(64, False): True, (64, True): True, (128, False): False, (128, True): False}},
     "sec_d128c_2loops": {"SECTION_BYTES": 32 << 20, "MASK_LOOPS": {(64, True): True, (128, True): True}},
+    # FA3's load order (K(n) before V(n + 1), a tile's first K before its Q)
+    "k_ahead": {"K_AHEAD": True},
+    "v_wait_late": {"V_WAIT_LATE": True},
+    "k_ahead_v_late": {"K_AHEAD": True, "V_WAIT_LATE": True},
     # D=64 causal on 192 x 128 tiles, one key loop (two spill 592 bytes)
     "dyn_d64c_192": {"TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)}, "MASK_LOOPS": False},
     # a third K/V buffer where shared memory has room (D=64: 96 KB -> 128 KB at 128 x 128, 144 KB at 192 x 128)
@@ -393,7 +397,7 @@ def variants(torch, names, rows: list, cases=VARIANT_CASES):
     from kernels import fmha_decode
 
     decode_saved = {"COMBINE_PDL": fmha_decode.COMBINE_PDL}  # knobs of kernels.fmha_decode a variant may name as "fmha_decode.X"
-    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES", "P_SMEM", "LATE_RESCALE", "SOFTMAX_INTERLEAVED", "MASK_RELATIVE", "STMATRIX", "TMA_STORE")}
+    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES", "P_SMEM", "LATE_RESCALE", "SOFTMAX_INTERLEAVED", "MASK_RELATIVE", "STMATRIX", "TMA_STORE", "K_AHEAD", "V_WAIT_LATE")}
     for name in names:
         knobs = VARIANTS[name.split("#")[0]]
         try:

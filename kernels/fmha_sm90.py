@@ -180,6 +180,20 @@ STMATRIX = {(64, False): True, (64, True): True, (128, False): False, (128, True
 # 512-516 against 508-511 without, D=64 causal even (417-419 / 417-422, 355 / 355); D=128 loses
 # 1-2% except 8x32x1024 (572-575 / 565-568): off there.
 TMA_STORE = {(64, False): True, (64, True): True, (128, False): False, (128, True): False}
+# the producer's load order: False, a tile's Q, then K and V of each key block in turn; True,
+# FA3's order with its intra-warpgroup overlap (hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp): the
+# tile's first K, then Q, then K of each block before the V of the block before it, the order in
+# which the consumers need them (S(n) comes before P(n + 1) V(n + 1)), so a K load never waits
+# behind a V slot that frees only when a P V wgmma completes. A bool or a dict like TILES. H200
+# (bench/h200/fmha_sched/s9/ka2, two passes, TFLOP/s, against False): 8x32x1024x128 570 / 560-565,
+# window 505-507 / 502-503, the other rows even (4x16x4096x128 686-687 / 688-689).
+K_AHEAD = True
+# with INTRA_WG_OVERLAP, where a consumer waits for the V of the block visited before: False,
+# with its K, before the S wgmma; True, between the S and the P V wgmma issues (FA3, whose
+# producer loads that V after the K: K_AHEAD). A bool or a dict like TILES. H200 (s9/ka2, against
+# False, with K_AHEAD): 4x16x4096x64 527-528 / 518-519; D=128 without a mask loses 9-12% (624-626
+# / 686-687; 8x32x1024 544-546 / 570), D=128 causal +1% but sink -1% (s9/ka, ka2): D=64 unmasked only.
+V_WAIT_LATE = {(64, False): True, (64, True): False, (128, False): False, (128, True): False}
 SCORE_COLUMNS_CHECK_ALL = False  # score_columns checks every consumer thread (seconds a build; the tests)
 # with a right limit and no left one (causal), the key loop as two loops: the blocks that cross
 # the diagonal or the key tail (the first visited), the element mask compiled in, then the
@@ -305,7 +319,7 @@ class _FmhaSm90:
         (
             self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas, self.fma_cols, self.order,
             self.mask_loops, self.section_bytes, self.p_smem, self.late_rescale, self.interleaved, self.mask_relative,
-            self.stmatrix, tma_store,
+            self.stmatrix, tma_store, self.k_ahead, self.v_wait_late,
         ) = config  # fmt: skip
         self.tma_store = tma_store and not nvfp4_out and not group  # (TMA_STORE: the bf16/fp16 output only)
         self.persistent = self.max_ctas < 2**31 - 1
@@ -614,16 +628,39 @@ class _FmhaSm90:
         tQs, tQg = cpasync.tma_partition(tma_q, 0, one, cute.group_modes(sQ, 0, 2), cute.group_modes(gQ, 0, 2))
         tKs, tKg = cpasync.tma_partition(tma_k, 0, one, cute.group_modes(sK, 0, 2), cute.group_modes(gK, 0, 2))
         tVs, tVg = cpasync.tma_partition(tma_v, 0, one, cute.group_modes(sV, 0, 2), cute.group_modes(gV, 0, 2))
-        pipe_q.producer_acquire(q_state)
-        cute.copy(tma_q, tQg, tQs, tma_bar_ptr=pipe_q.producer_get_barrier(q_state))
-        q_state.advance()
-        for it in cutlass.range(n_blocks, unroll=1):
-            n_block = n_block_max - 1 - it
-            pipe_k.producer_acquire(state)
-            cute.copy(tma_k, tKg[None, n_block], tKs[None, state.index], tma_bar_ptr=pipe_k.producer_get_barrier(state))
-            pipe_v.producer_acquire(state)
-            cute.copy(tma_v, tVg[None, n_block], tVs[None, state.index], tma_bar_ptr=pipe_v.producer_get_barrier(state))
-            state.advance()
+        if cutlass.const_expr(not self.k_ahead):
+            pipe_q.producer_acquire(q_state)
+            cute.copy(tma_q, tQg, tQs, tma_bar_ptr=pipe_q.producer_get_barrier(q_state))
+            q_state.advance()
+            for it in cutlass.range(n_blocks, unroll=1):
+                n_block = n_block_max - 1 - it
+                pipe_k.producer_acquire(state)
+                cute.copy(tma_k, tKg[None, n_block], tKs[None, state.index], tma_bar_ptr=pipe_k.producer_get_barrier(state))
+                pipe_v.producer_acquire(state)
+                cute.copy(tma_v, tVg[None, n_block], tVs[None, state.index], tma_bar_ptr=pipe_v.producer_get_barrier(state))
+                state.advance()
+        else:
+            # K_AHEAD, in the order the consumers need them: the first K (its slot is free as soon
+            # as the previous tile's last S is complete) before Q (free only when every S of it
+            # is), then K(n) before V(n + 1), the V of the block visited before, whose slot frees
+            # only when that block's P V wgmma completes
+            if n_blocks > 0:
+                pipe_k.producer_acquire(state)
+                cute.copy(tma_k, tKg[None, n_block_max - 1], tKs[None, state.index], tma_bar_ptr=pipe_k.producer_get_barrier(state))
+            pipe_q.producer_acquire(q_state)
+            cute.copy(tma_q, tQg, tQs, tma_bar_ptr=pipe_q.producer_get_barrier(q_state))
+            q_state.advance()
+            for it in cutlass.range(1, n_blocks, unroll=1):
+                v_state = state.clone()
+                state.advance()
+                pipe_k.producer_acquire(state)
+                cute.copy(tma_k, tKg[None, n_block_max - 1 - it], tKs[None, state.index], tma_bar_ptr=pipe_k.producer_get_barrier(state))
+                pipe_v.producer_acquire(v_state)
+                cute.copy(tma_v, tVg[None, n_block_max - it], tVs[None, v_state.index], tma_bar_ptr=pipe_v.producer_get_barrier(v_state))
+            if n_blocks > 0:
+                pipe_v.producer_acquire(state)
+                cute.copy(tma_v, tVg[None, n_block_max - n_blocks], tVs[None, state.index], tma_bar_ptr=pipe_v.producer_get_barrier(state))
+                state.advance()
         return q_state, state
 
     @cute.jit
@@ -823,7 +860,8 @@ class _FmhaSm90:
         v_state = state.clone()  # V of the previous block
         state.advance()
         pipe_k.consumer_wait(state)
-        pipe_v.consumer_wait(v_state)
+        if cutlass.const_expr(not (self.overlap and self.v_wait_late)):
+            pipe_v.consumer_wait(v_state)
         if cutlass.const_expr(self.overlap):
             # S(n) and O += P(n+1) V(n+1) in flight together; softmax(n) once S(n) is in.
             # O takes the correction of P(n+1)'s softmax while the S wgmma runs, or with
@@ -832,6 +870,8 @@ class _FmhaSm90:
             _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
             if cutlass.const_expr(not self.late_rescale):
                 _rescale(acc_O, corr)
+            if cutlass.const_expr(self.v_wait_late):
+                pipe_v.consumer_wait(v_state)
             _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, v_state.index], False)
             self.mma_turn_done(wg)
             warpgroup.wait_group(1)
@@ -1393,6 +1433,8 @@ class Config(NamedTuple):
     mask_relative: bool = False  # MASK_RELATIVE
     stmatrix: bool = False  # STMATRIX
     tma_store: bool = False  # TMA_STORE
+    k_ahead: bool = False  # K_AHEAD
+    v_wait_late: bool = False  # V_WAIT_LATE (with INTRA_WG_OVERLAP)
 
 
 def _per_config(knob, head_dim: int, masked: bool):
@@ -1437,6 +1479,8 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
         bool(_per_config(MASK_RELATIVE, head_dim, masked)),
         bool(_per_config(STMATRIX, head_dim, masked)),
         bool(_per_config(TMA_STORE, head_dim, masked)),
+        bool(_per_config(K_AHEAD, head_dim, masked)),
+        INTRA_WG_OVERLAP and bool(_per_config(V_WAIT_LATE, head_dim, masked)),
     )  # fmt: skip
 
 

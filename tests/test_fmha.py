@@ -466,6 +466,23 @@ def test_gpu_wgmma_softmax_orders(d, late_rescale, interleaved, monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("k_ahead, v_wait_late", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("d", [64, 128])
+def test_gpu_wgmma_load_orders(d, k_ahead, v_wait_late, monkeypatch):
+    """K_AHEAD (the producer's load order) and V_WAIT_LATE (where a consumer waits for V) in every
+    combination at both head dims, the defaults picking one per configuration: the reference's
+    values, and causal with Sq > Sk, whose first query tiles have no key block (Q loaded alone)
+    and one key block (the first K and the last V are the same block's)."""
+    torch = _cuda()
+    _gpu_path(torch, "wgmma")
+    sm90 = _fmha().fmha_sm90
+    monkeypatch.setattr(sm90, "K_AHEAD", k_ahead)
+    monkeypatch.setattr(sm90, "V_WAIT_LATE", v_wait_late)
+    _check_knob_shapes(torch, d)
+    _check(torch, torch.bfloat16, 2, 1100, 300, 4, 2, d, True, (-1, -1), False, path="wgmma", seed=7)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("d, tile, mask_loops", [(64, (128, 128), True), (64, (192, 128), True), (128, (128, 128), False), (128, (128, 128), True)])
 def test_gpu_wgmma_mask_relative(d, tile, mask_loops, monkeypatch):
     """MASK_RELATIVE (off by default until timed), with the tiles and key loops it lets compile
