@@ -155,6 +155,9 @@ VARIANTS = {
     "k_ahead": {"K_AHEAD": True},
     "v_wait_late": {"V_WAIT_LATE": True},
     "k_ahead_v_late": {"K_AHEAD": True, "V_WAIT_LATE": True},
+    "cache_hints": {"CACHE_HINTS": True},  # FA3's L2 priorities: K/V evict-last, Q evict-first
+    "no_k_ahead": {"K_AHEAD": False},
+    "q2": {"Q_STAGES": 2},  # Q double-buffered: the next tile's Q loads while this one runs
     # D=64 causal on 192 x 128 tiles, one key loop (two spill 592 bytes)
     "dyn_d64c_192": {"TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)}, "MASK_LOOPS": False},
     # a third K/V buffer where shared memory has room (D=64: 96 KB -> 128 KB at 128 x 128, 144 KB at 192 x 128)
@@ -397,7 +400,7 @@ def variants(torch, names, rows: list, cases=VARIANT_CASES):
     from kernels import fmha_decode
 
     decode_saved = {"COMBINE_PDL": fmha_decode.COMBINE_PDL}  # knobs of kernels.fmha_decode a variant may name as "fmha_decode.X"
-    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES", "P_SMEM", "LATE_RESCALE", "SOFTMAX_INTERLEAVED", "MASK_RELATIVE", "STMATRIX", "TMA_STORE", "K_AHEAD", "V_WAIT_LATE")}
+    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES", "P_SMEM", "LATE_RESCALE", "SOFTMAX_INTERLEAVED", "MASK_RELATIVE", "STMATRIX", "TMA_STORE", "K_AHEAD", "V_WAIT_LATE", "CACHE_HINTS", "Q_STAGES")}
     for name in names:
         knobs = VARIANTS[name.split("#")[0]]
         try:

@@ -88,6 +88,14 @@ TILE_OVERRIDE = None  # (BLOCK_M, BLOCK_N) for every configuration: the knob swe
 # K/V shared-memory ring depth (D=128: Q 32 KB + O 32 KB + 2 x (K 32 KB + V 32 KB)); an int or a
 # dict like TILES. D=64 has room for 3: within +-1% of 2 (bench/h200/fmha_sched/run9)
 STAGES = 2
+# Q's shared-memory buffers: 1, a persistent CTA's next Q loads once every S wgmma of the current
+# tile is complete, and the consumers may wait for it at the next tile's start; 2, it loads as
+# soon as the producer has the next tile (D=128: 225 KB of shared memory with O's buffer and two
+# K/V stages; config_for keeps one where two do not fit). An int or a dict like TILES. H200 (bench/h200/fmha_sched/s9/q2, two passes, TFLOP/s,
+# 2 against 1): 8x32x1024x128 588-590 / 563-566, 16x8x2048x64 causal 392-393 / 381, 4x16x4096
+# D=64 531 / 523, causal 465 / 457, D=128 702 / 695-696, causal 649-651 / 640, 2x16x8192 causal
+# 689-692 / 684, window 519-521 / 508-510, sink 689-692 / 685-687; 1x32x16384 within the noise.
+Q_STAGES = 2
 PRODUCER_REGS = 24  # setmaxnreg: the producer only issues TMA
 REGISTERS = 512  # 64K registers over the CTA's warpgroups of 128 threads: producer + consumers <= 512 a thread
 # FA3's intra-warpgroup overlap: S(n) = Q K(n)^T and O += P(n+1) V(n+1) are issued together
@@ -194,6 +202,13 @@ K_AHEAD = True
 # False, with K_AHEAD): 4x16x4096x64 527-528 / 518-519; D=128 without a mask loses 9-12% (624-626
 # / 686-687; 8x32x1024 544-546 / 570), D=128 causal +1% but sink -1% (s9/ka, ka2): D=64 unmasked only.
 V_WAIT_LATE = {(64, False): True, (64, True): False, (128, False): False, (128, True): False}
+# L2 eviction priorities on the producer's TMA loads, as FA3 gives them (CUTLASS's
+# CacheHintSm90): K and V evict-last (every query tile of a head reads them), Q evict-first
+# (read once). A bool or a dict like TILES. H200 (s9/ch, two passes, TFLOP/s, against False):
+# 4x16x4096x128 690 / 697, the other prefill rows and the decode rows within the noise: off.
+CACHE_HINTS = False
+_EVICT_FIRST = 0x12F0000000000000  # the 64-bit L2 cache policies CUTLASS's TMA::CacheHintSm90 names
+_EVICT_LAST = 0x14F0000000000000
 SCORE_COLUMNS_CHECK_ALL = False  # score_columns checks every consumer thread (seconds a build; the tests)
 # with a right limit and no left one (causal), the key loop as two loops: the blocks that cross
 # the diagonal or the key tail (the first visited), the element mask compiled in, then the
@@ -319,7 +334,7 @@ class _FmhaSm90:
         (
             self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas, self.fma_cols, self.order,
             self.mask_loops, self.section_bytes, self.p_smem, self.late_rescale, self.interleaved, self.mask_relative,
-            self.stmatrix, tma_store, self.k_ahead, self.v_wait_late,
+            self.stmatrix, tma_store, self.k_ahead, self.v_wait_late, self.cache_hints, self.q_stages,
         ) = config  # fmt: skip
         self.tma_store = tma_store and not nvfp4_out and not group  # (TMA_STORE: the bf16/fp16 output only)
         self.persistent = self.max_ctas < 2**31 - 1
@@ -381,14 +396,15 @@ class _FmhaSm90:
         if cutlass.const_expr(self.mask_relative):
             self.col_offsets = self.score_columns(mma_qk)
         stages = self.stages
+        q_stages = self.q_stages
 
         @cute.struct
         class Smem:
-            bar_q: cute.struct.MemRange[cutlass.Int64, 2]
+            bar_q: cute.struct.MemRange[cutlass.Int64, 2 * q_stages]
             bar_k: cute.struct.MemRange[cutlass.Int64, 2 * stages]
             bar_v: cute.struct.MemRange[cutlass.Int64, 2 * stages]
             next_tile: cute.struct.MemRange[I32, 2]  # ORDER "dynamic": the producer's hand-over
-            q: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]
+            q: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout) * q_stages], 1024]
             o: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]  # O on its way out
             k: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
             v: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
@@ -397,11 +413,11 @@ class _FmhaSm90:
 
             @cute.struct
             class Smem:  # noqa: F811 (the same, and P's tile)
-                bar_q: cute.struct.MemRange[cutlass.Int64, 2]
+                bar_q: cute.struct.MemRange[cutlass.Int64, 2 * q_stages]
                 bar_k: cute.struct.MemRange[cutlass.Int64, 2 * stages]
                 bar_v: cute.struct.MemRange[cutlass.Int64, 2 * stages]
                 next_tile: cute.struct.MemRange[I32, 2]
-                q: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]
+                q: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout) * q_stages], 1024]
                 o: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]
                 k: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
                 v: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
@@ -494,7 +510,8 @@ class _FmhaSm90:
         # --- shared memory and the load pipelines ---------------------------------------
         smem = SmemAllocator()
         storage = smem.allocate(Smem)
-        sQ = storage.q.get_tensor(sQ_layout.outer, swizzle=sQ_layout.inner)
+        sQ_ring = _smem_layout(self.dtype, self.block_m, d, self.q_stages)  # (M, D, Q_STAGES)
+        sQ = storage.q.get_tensor(sQ_ring.outer, swizzle=sQ_ring.inner)
         sO = sQ  # (packed split: no O buffer, the partials go out from registers)
         if cutlass.const_expr(self.tma_store):
             sO = storage.o.get_tensor(self.o_stages().outer, swizzle=self.o_stages().inner)  # (64, D, warpgroup)
@@ -511,7 +528,7 @@ class _FmhaSm90:
         consumers = pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_wgs * 4)  # one arrive per warp
         tile_bytes = cute.size_in_bytes(self.dtype, cute.select(sKV_layout, mode=[0, 1]))
         pipe_q = pipeline.PipelineTmaAsync.create(
-            barrier_storage=storage.bar_q.data_ptr(), num_stages=1, producer_group=producer, consumer_group=consumers,
+            barrier_storage=storage.bar_q.data_ptr(), num_stages=self.q_stages, producer_group=producer, consumer_group=consumers,
             tx_count=cute.size_in_bytes(self.dtype, sQ_layout),
         )  # fmt: skip
         pipe_k = pipeline.PipelineTmaAsync.create(
@@ -527,7 +544,7 @@ class _FmhaSm90:
             # --- producer: one warp issues the TMA loads -----------------------------------
             cute.arch.setmaxregister_decrease(PRODUCER_REGS)
             if warp == 0:
-                q_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 1)
+                q_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.q_stages)
                 state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
                 load = functools.partial(
                     self.load_tile, m_tiles, num_splits, mQ, mK, mV, tma_q, tma_k, tma_v, sQ, sK, sV, pipe_q, pipe_k, pipe_v,
@@ -567,7 +584,7 @@ class _FmhaSm90:
                 p_copy = _r2s_tiled_copy(self.dtype, mma_qk, self.stmatrix)
                 rP = (rP, wg_pv.make_fragment_A(wg_pv.partition_A(sP)), p_copy, p_copy.get_slice(ct), p_copy.get_slice(ct).partition_D(sP))
             corr = cute.make_rmem_tensor((n_rows,), F32)
-            q_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 1)
+            q_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.q_stages)
             state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
             if cutlass.const_expr(self.pingpong):
                 if wg == 0:
@@ -625,19 +642,21 @@ class _FmhaSm90:
         gK = cute.local_tile(mK[None, None, kv_head, batch], (self.block_n, d), (None, 0))
         gV = cute.local_tile(mV[None, None, kv_head, batch], (self.block_n, d), (None, 0))
         one = cute.make_layout(1)
-        tQs, tQg = cpasync.tma_partition(tma_q, 0, one, cute.group_modes(sQ, 0, 2), cute.group_modes(gQ, 0, 2))
+        tQs, tQg = cpasync.tma_partition(tma_q, 0, one, cute.group_modes(sQ, 0, 2), cute.group_modes(gQ, 0, 2))  # tQs: (TMA, Q buffer)
         tKs, tKg = cpasync.tma_partition(tma_k, 0, one, cute.group_modes(sK, 0, 2), cute.group_modes(gK, 0, 2))
         tVs, tVg = cpasync.tma_partition(tma_v, 0, one, cute.group_modes(sV, 0, 2), cute.group_modes(gV, 0, 2))
+        q_hint = {"cache_policy": cutlass.Int64(_EVICT_FIRST)} if cutlass.const_expr(self.cache_hints) else {}
+        kv_hint = {"cache_policy": cutlass.Int64(_EVICT_LAST)} if cutlass.const_expr(self.cache_hints) else {}
         if cutlass.const_expr(not self.k_ahead):
             pipe_q.producer_acquire(q_state)
-            cute.copy(tma_q, tQg, tQs, tma_bar_ptr=pipe_q.producer_get_barrier(q_state))
+            cute.copy(tma_q, tQg, tQs[None, q_state.index], tma_bar_ptr=pipe_q.producer_get_barrier(q_state), **q_hint)
             q_state.advance()
             for it in cutlass.range(n_blocks, unroll=1):
                 n_block = n_block_max - 1 - it
                 pipe_k.producer_acquire(state)
-                cute.copy(tma_k, tKg[None, n_block], tKs[None, state.index], tma_bar_ptr=pipe_k.producer_get_barrier(state))
+                cute.copy(tma_k, tKg[None, n_block], tKs[None, state.index], tma_bar_ptr=pipe_k.producer_get_barrier(state), **kv_hint)
                 pipe_v.producer_acquire(state)
-                cute.copy(tma_v, tVg[None, n_block], tVs[None, state.index], tma_bar_ptr=pipe_v.producer_get_barrier(state))
+                cute.copy(tma_v, tVg[None, n_block], tVs[None, state.index], tma_bar_ptr=pipe_v.producer_get_barrier(state), **kv_hint)
                 state.advance()
         else:
             # K_AHEAD, in the order the consumers need them: the first K (its slot is free as soon
@@ -646,20 +665,20 @@ class _FmhaSm90:
             # only when that block's P V wgmma completes
             if n_blocks > 0:
                 pipe_k.producer_acquire(state)
-                cute.copy(tma_k, tKg[None, n_block_max - 1], tKs[None, state.index], tma_bar_ptr=pipe_k.producer_get_barrier(state))
+                cute.copy(tma_k, tKg[None, n_block_max - 1], tKs[None, state.index], tma_bar_ptr=pipe_k.producer_get_barrier(state), **kv_hint)
             pipe_q.producer_acquire(q_state)
-            cute.copy(tma_q, tQg, tQs, tma_bar_ptr=pipe_q.producer_get_barrier(q_state))
+            cute.copy(tma_q, tQg, tQs[None, q_state.index], tma_bar_ptr=pipe_q.producer_get_barrier(q_state), **q_hint)
             q_state.advance()
             for it in cutlass.range(1, n_blocks, unroll=1):
                 v_state = state.clone()
                 state.advance()
                 pipe_k.producer_acquire(state)
-                cute.copy(tma_k, tKg[None, n_block_max - 1 - it], tKs[None, state.index], tma_bar_ptr=pipe_k.producer_get_barrier(state))
+                cute.copy(tma_k, tKg[None, n_block_max - 1 - it], tKs[None, state.index], tma_bar_ptr=pipe_k.producer_get_barrier(state), **kv_hint)
                 pipe_v.producer_acquire(v_state)
-                cute.copy(tma_v, tVg[None, n_block_max - it], tVs[None, v_state.index], tma_bar_ptr=pipe_v.producer_get_barrier(v_state))
+                cute.copy(tma_v, tVg[None, n_block_max - it], tVs[None, v_state.index], tma_bar_ptr=pipe_v.producer_get_barrier(v_state), **kv_hint)
             if n_blocks > 0:
                 pipe_v.producer_acquire(state)
-                cute.copy(tma_v, tVg[None, n_block_max - n_blocks], tVs[None, state.index], tma_bar_ptr=pipe_v.producer_get_barrier(state))
+                cute.copy(tma_v, tVg[None, n_block_max - n_blocks], tVs[None, state.index], tma_bar_ptr=pipe_v.producer_get_barrier(state), **kv_hint)
                 state.advance()
         return q_state, state
 
@@ -717,6 +736,7 @@ class _FmhaSm90:
         row_max.fill(-F32.inf)
         row_sum.fill(0.0)
         softmax = functools.partial(self.softmax, acc_S, corr, row_max, row_sum, scale_log2, tScS, m0, sk, offset, left, right)
+        tSrQ = tSrQ[None, None, None, q_state.index]  # this tile's Q buffer
         pipe_q.consumer_wait(q_state)
         next_tile = tile  # (static orders: the caller's loop knows)
         if n_blocks > 0:
@@ -1435,6 +1455,8 @@ class Config(NamedTuple):
     tma_store: bool = False  # TMA_STORE
     k_ahead: bool = False  # K_AHEAD
     v_wait_late: bool = False  # V_WAIT_LATE (with INTRA_WG_OVERLAP)
+    cache_hints: bool = False  # CACHE_HINTS
+    q_stages: int = 1  # Q_STAGES
 
 
 def _per_config(knob, head_dim: int, masked: bool):
@@ -1462,13 +1484,22 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
     if order not in ("stride", "snake", "dynamic"):
         raise ValueError(f"ORDER must be 'stride', 'snake', 'dynamic' or a dict of them like TILES, not {ORDER!r}")
     stages = ring_stages(head_dim, masked)
+    q_stages = _per_config(Q_STAGES, head_dim, masked)
+    if q_stages not in (1, 2):
+        raise ValueError(f"Q_STAGES must be 1 or 2 (or a dict of them like TILES), not {Q_STAGES!r}")
     p_smem = bool(_per_config(P_SMEM, head_dim, masked))
-    # shared memory: barriers (the first kilobyte), Q, O, the K and V rings, P's tile (P_SMEM)
-    smem = 1024 + 2 * block_m * head_dim * 2 + 2 * stages * block_n * head_dim * 2 + (block_m * block_n * 2 if p_smem else 0)
+
+    def smem_bytes(q_buffers: int) -> int:
+        """Barriers (the first kilobyte), Q's buffers, O, the K and V rings, P's tile (P_SMEM)."""
+        return 1024 + (q_buffers + 1) * block_m * head_dim * 2 + 2 * stages * block_n * head_dim * 2 + (block_m * block_n * 2 if p_smem else 0)
+
+    if q_stages == 2 and smem_bytes(2) > SHARED_MEMORY_BYTES:
+        q_stages = 1  # a second Q buffer only where it fits (not beside the wider tiles: 128 x 160 at D=128)
+    smem = smem_bytes(q_stages)
     if smem > SHARED_MEMORY_BYTES:
         raise ValueError(
-            f"tile ({block_m}, {block_n}) at D={head_dim} with {stages} K/V stages needs {smem} bytes of shared memory a CTA; "
-            f"sm_90a gives at most {SHARED_MEMORY_BYTES}"
+            f"tile ({block_m}, {block_n}) at D={head_dim} with {stages} K/V stages needs {smem} bytes of shared memory a CTA "
+            f"(one Q buffer); sm_90a gives at most {SHARED_MEMORY_BYTES}"
         )
     return Config(
         block_m, block_n, stages, INTRA_WG_OVERLAP, pingpong, sm_count() if persistent else 2**31 - 1, fma_cols, order,
@@ -1481,6 +1512,8 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
         bool(_per_config(TMA_STORE, head_dim, masked)),
         bool(_per_config(K_AHEAD, head_dim, masked)),
         INTRA_WG_OVERLAP and bool(_per_config(V_WAIT_LATE, head_dim, masked)),
+        bool(_per_config(CACHE_HINTS, head_dim, masked)),
+        q_stages,
     )  # fmt: skip
 
 
@@ -1584,7 +1617,11 @@ def compile_packed_split(
     from kernels import fmha_decode  # (it imports kernels.fmha, which imports this module)
 
     block_m, block_n = SPLIT_TILES[head_dim]
-    config = Config(block_m, block_n, SPLIT_STAGES, INTRA_WG_OVERLAP, False, 2**31 - 1, 0, "stride", mask_loops(head_dim, has_left or has_right))
+    masked = has_left or has_right
+    config = Config(
+        block_m, block_n, SPLIT_STAGES, INTRA_WG_OVERLAP, False, 2**31 - 1, 0, "stride", mask_loops(head_dim, masked),
+        k_ahead=bool(_per_config(K_AHEAD, head_dim, masked)), cache_hints=bool(_per_config(CACHE_HINTS, head_dim, masked)),
+    )  # fmt: skip
     pdl = fmha_decode.COMBINE_PDL and arch in fmha_decode.PDL_ARCHS
     return _compile_packed_split(dtype, head_dim, group, has_left, has_right, has_sink, arch, options, config, pdl)
 

@@ -393,15 +393,15 @@ def test_gpu_long_and_repeated(path):
         ((1, 300, 300, 8, 4), 128, False, (-1, -1), False),  # 24 tiles: fewer than SMs, every CTA's first draw ends it
     ],
 )
-@pytest.mark.parametrize("order", ["snake", "dynamic", "dynamic_sections"])
-def test_gpu_wgmma_persistent_matches_one_cta_per_tile(shape, d, causal, window, sink, order, monkeypatch):
+@pytest.mark.parametrize("order, sections, q_stages", [("snake", False, 2), ("dynamic", False, 2), ("dynamic", True, 2), ("snake", False, 1), ("dynamic", True, 1)])
+def test_gpu_wgmma_persistent_matches_one_cta_per_tile(shape, d, causal, window, sink, order, sections, q_stages, monkeypatch):
     """More tiles than SMs: each CTA of the persistent launch walks several tiles (the K/V ring,
-    Q's buffer and O's staging buffer carried from one tile to the next), in the static snake
+    Q's buffers and O's staging buffer carried from one tile to the next), in the static snake
     order or drawn from the dynamic scheduler's counter (in the linear order, or by L2 sections
-    of 5 kv heads: several sections, the last one partial on the first three shapes), and must
-    give the same bits as one CTA per tile, and the reference's values. The dynamic scheduler's
-    counters are zero after every call (kept in ops' scratch, so a second call would otherwise
-    skip tiles)."""
+    of 5 kv heads: several sections, the last one partial on the first three shapes), with one
+    or two Q buffers, and must give the same bits as one CTA per tile, and the reference's
+    values. The dynamic scheduler's counters are zero after every call (kept in ops' scratch,
+    so a second call would otherwise skip tiles)."""
     torch = _cuda()
     _gpu_path(torch, "wgmma")
     fmha = _fmha()
@@ -409,8 +409,9 @@ def test_gpu_wgmma_persistent_matches_one_cta_per_tile(shape, d, causal, window,
 
     b, sq, sk, hq, hkv = shape
     monkeypatch.setattr(fmha.fmha_sm90, "PERSISTENT", True)
-    monkeypatch.setattr(fmha.fmha_sm90, "ORDER", order.split("_")[0])
-    monkeypatch.setattr(fmha.fmha_sm90, "SECTION_BYTES", 5 * sk * 4 * d if order == "dynamic_sections" else 0)
+    monkeypatch.setattr(fmha.fmha_sm90, "ORDER", order)
+    monkeypatch.setattr(fmha.fmha_sm90, "SECTION_BYTES", 5 * sk * 4 * d if sections else 0)
+    monkeypatch.setattr(fmha.fmha_sm90, "Q_STAGES", q_stages)
     _check(torch, torch.bfloat16, b, sq, sk, hq, hkv, d, causal, window, sink, path="wgmma")
     g = torch.Generator(device="cuda").manual_seed(11)
     q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(torch.bfloat16)
@@ -419,7 +420,7 @@ def test_gpu_wgmma_persistent_matches_one_cta_per_tile(shape, d, causal, window,
     kw = dict(causal=causal, window=window, sink=s, return_lse=True, path="wgmma")
     outs = [fmha.attention(q, k, v, **kw) for _ in range(3)]
     torch.cuda.synchronize()
-    if order.startswith("dynamic"):
+    if order == "dynamic":
         counters = ops._SCRATCH[(torch.cuda.current_device(), torch.cuda.current_stream().cuda_stream)][3][:2]
         assert counters.view(torch.int32).tolist() == [0, 0], "the dynamic scheduler left its counters non-zero"
     monkeypatch.setattr(fmha.fmha_sm90, "PERSISTENT", False)
@@ -520,13 +521,17 @@ def test_wgmma_mask_relative_compiles(tmp_path, monkeypatch):
 
 def test_wgmma_tile_that_does_not_fit_shared_memory_is_refused(monkeypatch):
     """A tile whose Q, O and K/V ring exceed sm_90a's 227 KB a CTA is a ValueError naming the bytes
-    (128 x 176 at D=128: 246784), not a launch failure; 128 x 160 (230400) fits."""
+    (128 x 176 at D=128: 246784 with one Q buffer), not a launch failure; 128 x 160 (230400) fits
+    with one Q buffer (two would take 263168), 128 x 128 with two (230400)."""
     sm90 = _fmha().fmha_sm90
+    monkeypatch.setattr(sm90, "Q_STAGES", 2)
     monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 176)})
     with pytest.raises(ValueError, match=r"tile \(128, 176\) at D=128 with 2 K/V stages needs 246784 bytes"):
         sm90.config_for(128, False, False)
     monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 160)})
-    assert sm90.config_for(128, False, False).block_n == 160
+    assert sm90.config_for(128, False, False)[:2] == (128, 160) and sm90.config_for(128, False, False).q_stages == 1
+    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 128)})
+    assert sm90.config_for(128, False, False).q_stages == 2
 
 
 def test_wgmma_wider_key_tile_converts_p_in_pairs(tmp_path, monkeypatch):
