@@ -158,6 +158,11 @@ VARIANTS = {
     "cache_hints": {"CACHE_HINTS": True},  # FA3's L2 priorities: K/V evict-last, Q evict-first
     "no_k_ahead": {"K_AHEAD": False},
     "q2": {"Q_STAGES": 2},  # Q double-buffered: the next tile's Q loads while this one runs
+    # session 9, with two Q buffers: D=128 without a mask, the TMA store of O and/or the scheduler barrier (s9/r2)
+    "tma128": {"TMA_STORE": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
+    "pp128u": {"PINGPONG": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
+    "tma128_pp": {"TMA_STORE": {(64, False): True, (64, True): True, (128, False): True, (128, True): False},
+                  "PINGPONG": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
     # D=64 causal on 192 x 128 tiles, one key loop (two spill 592 bytes)
     "dyn_d64c_192": {"TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)}, "MASK_LOOPS": False},
     # a third K/V buffer where shared memory has room (D=64: 96 KB -> 128 KB at 128 x 128, 144 KB at 192 x 128)

@@ -186,8 +186,12 @@ STMATRIX = {(64, False): True, (64, True): True, (128, False): False, (128, True
 # then one 64-row stage a warpgroup. Not with the NVFP4 output (it quantizes from shared memory).
 # A bool or a dict like TILES. H200 (s8, c3-c4, two passes, TFLOP/s): with STMATRIX at D=64
 # 512-516 against 508-511 without, D=64 causal even (417-419 / 417-422, 355 / 355); D=128 loses
-# 1-2% except 8x32x1024 (572-575 / 565-568): off there.
-TMA_STORE = {(64, False): True, (64, True): True, (128, False): False, (128, True): False}
+# 1-2% except 8x32x1024 (572-575 / 565-568). With two Q buffers (s9/r2, r3, against off): D=128
+# without a mask 706 / 703, 717-718 / 716, 8x32x1024 608-619 / 596-606, 1x32x16384 even, the
+# Sq=128 decode row 630 / 628-631; with a diagonal still -1% (causal 650-651 / 657-658): on
+# without one. (The scheduler barrier beside it at D=128 without a mask: 8x32x1024 +0.7%,
+# 1x32x16384 -1%; not kept, tma128_pp in r3.)
+TMA_STORE = {(64, False): True, (64, True): True, (128, False): True, (128, True): False}
 # the producer's load order: False, a tile's Q, then K and V of each key block in turn; True,
 # FA3's order with its intra-warpgroup overlap (hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp): the
 # tile's first K, then Q, then K of each block before the V of the block before it, the order in
