@@ -159,6 +159,8 @@ VARIANTS = {
     "no_k_ahead": {"K_AHEAD": False},
     "q2": {"Q_STAGES": 2},  # Q double-buffered: the next tile's Q loads while this one runs
     # session 9, with two Q buffers: D=128 without a mask, the TMA store of O and/or the scheduler barrier (s9/r2)
+    "d128c_2loops_pp9": {"MASK_LOOPS": {(64, True): True, (128, True): True},
+                         "PINGPONG": {(64, False): True, (64, True): True, (128, False): False, (128, True): True}},
     "tma128": {"TMA_STORE": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
     "pp128u": {"PINGPONG": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
     "tma128_pp": {"TMA_STORE": {(64, False): True, (64, True): True, (128, False): True, (128, True): False},

@@ -224,8 +224,11 @@ SCORE_COLUMNS_CHECK_ALL = False  # score_columns checks every consumer thread (s
 # sink 648 / 631 (+3%). Not for windows: with a third, masked loop for the left edge (or one
 # deciding at run time) D=128 spilled 192 bytes (ptxas 13.0); without a diagonal only a
 # tile's first block, outside the loop, crosses the key tail, and a single unmasked loop
-# spilled 176 bytes at D=64 192 x 128 against 12.
-MASK_LOOPS = {(64, True): True, (128, True): False}
+# spilled 176 bytes at D=64 192 x 128 against 12. Session 9, with L2 sections, K_AHEAD and two
+# Q buffers (s9/r4, two passes, against one loop): D=128 causal 4x16x4096 668 / 656, 2x16x8192
+# 706-709 / 697, 1x32x16384 727-730 / 715-716, sink 703 / 696-697 (with the scheduler barrier
+# too: +0.5-1%, sink -1%, not kept).
+MASK_LOOPS = {(64, True): True, (128, True): True}
 # the order in which persistent CTAs take tiles: "stride" (CTA c: c, c + ctas, ...), "snake"
 # (every other round backwards: balances causal tiles; _FmhaSm90.scheduled) or "dynamic" (the
 # producer takes the next tile from a global counter when it has issued the current one's
