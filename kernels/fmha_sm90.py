@@ -211,6 +211,19 @@ V_WAIT_LATE = {(64, False): True, (64, True): False, (128, False): False, (128, 
 # (read once). A bool or a dict like TILES. H200 (s9/ch, two passes, TFLOP/s, against False):
 # 4x16x4096x128 690 / 697, the other prefill rows and the decode rows within the noise: off.
 CACHE_HINTS = False
+# K and V shared by a cluster of CTAS_PER_CLUSTER CTAs (FA3's ClusterM = 2, taken for head dims
+# >= 128 without a causal/window mask: hopper/flash_fwd_launch_template.h): the CTAs of a
+# cluster take adjacent query tiles of one head, each loads 1/CLUSTER of every K and V tile and
+# the TMA multicasts it into every CTA of the cluster, so each K/V tile crosses from L2 once per
+# cluster and a stage is reused once every cluster CTA's consumers have released it. 1 or 2,
+# or a dict like TILES; only where no diagonal is crossed (the cluster's tiles must visit the
+# same key blocks: with a diagonal it stays 1). A launch whose query tiles a head do not divide
+# by it takes the one-CTA build, compiled into the same host function (_FmhaSm90.__call__).
+# H200 (bench/h200/fmha_sched/s10/c1, two passes, TFLOP/s, 2 against 1): 4x16x4096x128 682-685 /
+# 700-702, 2x16x8192x128 691-694 / 711-712, 8x32x1024x128 599-600 / 604-609, 1x32x16384x128
+# 678-686 / 678-698, 4x16x4096x64 530-535 / 535-537: the pair's CTAs wait for each other's
+# consumers before a stage is reloaded, and L2 was not the limit (ncu: 39-46% L2 throughput). Off.
+CLUSTER = 1
 _EVICT_FIRST = 0x12F0000000000000  # the 64-bit L2 cache policies CUTLASS's TMA::CacheHintSm90 names
 _EVICT_LAST = 0x14F0000000000000
 SCORE_COLUMNS_CHECK_ALL = False  # score_columns checks every consumer thread (seconds a build; the tests)
@@ -341,7 +354,7 @@ class _FmhaSm90:
         (
             self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas, self.fma_cols, self.order,
             self.mask_loops, self.section_bytes, self.p_smem, self.late_rescale, self.interleaved, self.mask_relative,
-            self.stmatrix, tma_store, self.k_ahead, self.v_wait_late, self.cache_hints, self.q_stages,
+            self.stmatrix, tma_store, self.k_ahead, self.v_wait_late, self.cache_hints, self.q_stages, self.cluster,
         ) = config  # fmt: skip
         self.tma_store = tma_store and not nvfp4_out and not group  # (TMA_STORE: the bf16/fp16 output only)
         self.persistent = self.max_ctas < 2**31 - 1
@@ -440,11 +453,27 @@ class _FmhaSm90:
         # one CTA per SM walking the tiles (PERSISTENT), or one CTA per tile
         m_tiles = cute.ceil_div(sq, self.block_m)
         n_tiles = m_tiles * hq * b
-        ctas = cutlass.min(n_tiles, self.max_ctas)
-        self.kernel(
-            tQ, tK, tV, tma_q, tma_k, tma_v, o_out, mLSE, mSink, mCodes, mScales, mGlobal, mCounters, scale_log2, left, right,
-            m_tiles, n_tiles, I32(1), sQ_layout, sKV_layout, mma_qk, mma_pv, s2g, Smem,
-        ).launch(grid=(ctas, 1, 1), block=[self.threads, 1, 1], stream=stream, min_blocks_per_mp=1)  # fmt: skip
+        ctas = cutlass.min(n_tiles, self.max_ctas)  # (max_ctas is a multiple of CLUSTER)
+        rest = (
+            o_out, mLSE, mSink, mCodes, mScales, mGlobal, mCounters, scale_log2, left, right, m_tiles, n_tiles, I32(1), sQ_layout,
+            sKV_layout, mma_qk, mma_pv, s2g, Smem,
+        )  # fmt: skip
+        if cutlass.const_expr(self.cluster > 1):
+            # CLUSTER: adjacent query tiles of a head share K/V where a head's tiles pair up (then
+            # n_tiles and ctas are multiples of the cluster too); otherwise the one-CTA build
+            (tma_kc, tKc), (tma_vc, tVc) = self.kv_loads(mK, mV, sKV_layout, self.cluster)
+            if m_tiles % self.cluster == 0:
+                self.kernel(tQ, tKc, tVc, tma_q, tma_kc, tma_vc, *rest, self.cluster).launch(
+                    grid=(ctas, 1, 1), block=[self.threads, 1, 1], cluster=(self.cluster, 1, 1), stream=stream, min_blocks_per_mp=1
+                )  # fmt: skip
+            else:
+                self.kernel(tQ, tK, tV, tma_q, tma_k, tma_v, *rest, 1).launch(
+                    grid=(ctas, 1, 1), block=[self.threads, 1, 1], stream=stream, min_blocks_per_mp=1
+                )
+        else:
+            self.kernel(tQ, tK, tV, tma_q, tma_k, tma_v, *rest, 1).launch(
+                grid=(ctas, 1, 1), block=[self.threads, 1, 1], stream=stream, min_blocks_per_mp=1
+            )
 
     def o_stages(self):
         """TMA_STORE: O's shared-memory buffer as one (64, D) stage a consumer warpgroup."""
@@ -458,15 +487,26 @@ class _FmhaSm90:
         d, dt = self.d, self.dtype
         sQ_layout = _smem_layout(dt, self.block_m, d)
         sKV_layout = _smem_layout(dt, self.block_n, d, self.stages)
-        tma = cpasync.CopyBulkTensorTileG2SOp()
-        one_stage = cute.select(sKV_layout, mode=[0, 1])
-        q_load = cpasync.make_tiled_tma_atom(tma, mQ, sQ_layout, (self.block_m, d))
-        k_load = cpasync.make_tiled_tma_atom(tma, mK, one_stage, (self.block_n, d))
-        v_load = cpasync.make_tiled_tma_atom(tma, mV, one_stage, (self.block_n, d))
+        q_load = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mQ, sQ_layout, (self.block_m, d))
+        k_load, v_load = self.kv_loads(mK, mV, sKV_layout, 1)
         mma_qk = sm90.make_trivial_tiled_mma(
             dt, dt, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.K, F32, (self.consumer_wgs, 1, 1), (64, self.block_n)
         )
         return sQ_layout, sKV_layout, q_load, k_load, v_load, mma_qk, self.pv_mma(self.consumer_wgs)
+
+    def kv_loads(self, mK: cute.Tensor, mV: cute.Tensor, sKV_layout, cluster: int):
+        """The TMA atoms of one K and one V stage: plain, or (cluster > 1, CLUSTER) each CTA's
+        1/cluster share of the stage, multicast into the same stage of every CTA of the cluster."""
+        one_stage = cute.select(sKV_layout, mode=[0, 1])
+        tile = (self.block_n, self.d)
+        if cluster == 1:
+            op = cpasync.CopyBulkTensorTileG2SOp()
+            return cpasync.make_tiled_tma_atom(op, mK, one_stage, tile), cpasync.make_tiled_tma_atom(op, mV, one_stage, tile)
+        op = cpasync.CopyBulkTensorTileG2SMulticastOp()
+        return (
+            cpasync.make_tiled_tma_atom(op, mK, one_stage, tile, num_multicast=cluster),
+            cpasync.make_tiled_tma_atom(op, mV, one_stage, tile, num_multicast=cluster),
+        )
 
     def pv_mma(self, warpgroups: int) -> cute.TiledMma:
         """O = P V over `warpgroups` consumer warpgroups (64 rows each): P from registers (or from
@@ -505,6 +545,7 @@ class _FmhaSm90:
         mma_pv: cute.TiledMma,
         s2g: cute.CopyAtom,  # (a TiledCopy; with TMA_STORE the TMA store atom)
         Smem: cutlass.Constexpr,
+        cluster: cutlass.Constexpr = 1,  # CTAs a cluster (CLUSTER), sharing K/V; 1 in the one-CTA build
     ):
         d = self.d
         if cutlass.const_expr(self.pdl):
@@ -513,6 +554,14 @@ class _FmhaSm90:
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         first_tile, _, _ = cute.arch.block_idx()
         ctas = cute.arch.grid_dim()[0]
+        # persistent CTAs walk units of the linear tile order: one tile, or with a cluster its
+        # `cluster` adjacent tiles (the same head: m_tiles divides by it), of which CTA `rank`
+        # takes the rank-th
+        rank = I32(0)
+        first_unit, units, unit_stride = first_tile, n_tiles, ctas
+        if cutlass.const_expr(cluster > 1):
+            rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+            first_unit, units, unit_stride = first_tile // cluster, n_tiles // cluster, ctas // cluster
 
         # --- shared memory and the load pipelines ---------------------------------------
         smem = SmemAllocator()
@@ -533,6 +582,12 @@ class _FmhaSm90:
 
         producer = pipeline.CooperativeGroup(pipeline.Agent.Thread, 1)  # one elected thread arms each barrier
         consumers = pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_wgs * 4)  # one arrive per warp
+        # a K/V stage is free once the consumer warps of every CTA it was multicast to have
+        # released it (with a cluster, lane r of each consumer warp arrives at CTA r's barrier)
+        kv_consumers, kv_ctas = consumers, None
+        if cutlass.const_expr(cluster > 1):
+            kv_consumers = pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_wgs * 4 * cluster)
+            kv_ctas = cute.make_layout((1, cluster, 1, 1))
         tile_bytes = cute.size_in_bytes(self.dtype, cute.select(sKV_layout, mode=[0, 1]))
         pipe_q = pipeline.PipelineTmaAsync.create(
             barrier_storage=storage.bar_q.data_ptr(), num_stages=self.q_stages, producer_group=producer, consumer_group=consumers,
@@ -540,11 +595,11 @@ class _FmhaSm90:
         )  # fmt: skip
         pipe_k = pipeline.PipelineTmaAsync.create(
             barrier_storage=storage.bar_k.data_ptr(), num_stages=self.stages, producer_group=producer,
-            consumer_group=consumers, tx_count=tile_bytes,
+            consumer_group=kv_consumers, tx_count=tile_bytes, cta_layout_vmnk=kv_ctas,
         )  # fmt: skip
         pipe_v = pipeline.PipelineTmaAsync.create(
             barrier_storage=storage.bar_v.data_ptr(), num_stages=self.stages, producer_group=producer,
-            consumer_group=consumers, tx_count=tile_bytes,
+            consumer_group=kv_consumers, tx_count=tile_bytes, cta_layout_vmnk=kv_ctas,
         )  # fmt: skip
 
         if warp < 4:
@@ -555,7 +610,7 @@ class _FmhaSm90:
                 state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
                 load = functools.partial(
                     self.load_tile, m_tiles, num_splits, mQ, mK, mV, tma_q, tma_k, tma_v, sQ, sK, sV, pipe_q, pipe_k, pipe_v,
-                    left, right,
+                    left, right, rank, cluster,
                 )  # fmt: skip
                 if cutlass.const_expr(self.dynamic):
                     tile = first_tile
@@ -563,10 +618,15 @@ class _FmhaSm90:
                         q_state, state = load(tile, q_state, state)
                         tile = self.fetch_tile(mCounters, sNext, ctas, n_tiles)
                 elif cutlass.const_expr(self.persistent):
-                    for tile in cutlass.range(first_tile, n_tiles, ctas, unroll=1):
-                        q_state, state = load(self.scheduled(tile, first_tile, ctas, n_tiles), q_state, state)
+                    for unit in cutlass.range(first_unit, units, unit_stride, unroll=1):
+                        q_state, state = load(self.unit_tile(unit, first_unit, unit_stride, units, rank, cluster), q_state, state)
                 else:
-                    load(first_tile, q_state, state)
+                    q_state, state = load(first_tile, q_state, state)
+                if cutlass.const_expr(cluster > 1):
+                    # the other CTAs' consumers release this CTA's stages remotely: their last
+                    # arrives must land before this CTA (its shared memory) may exit
+                    pipe_k.producer_tail(state.clone())
+                    pipe_v.producer_tail(state.clone())
         else:
             # --- consumers: 64 query rows per warpgroup -----------------------------------
             cute.arch.setmaxregister_increase(self.consumer_regs)
@@ -607,8 +667,8 @@ class _FmhaSm90:
                 while tile < n_tiles:
                     q_state, state, tile = compute(tile, q_state, state)  # (the next tile: take_tile)
             elif cutlass.const_expr(self.persistent):
-                for tile in cutlass.range(first_tile, n_tiles, ctas, unroll=1):
-                    q_state, state, _ = compute(self.scheduled(tile, first_tile, ctas, n_tiles), q_state, state)
+                for unit in cutlass.range(first_unit, units, unit_stride, unroll=1):
+                    q_state, state, _ = compute(self.unit_tile(unit, first_unit, unit_stride, units, rank, cluster), q_state, state)
             else:
                 # one tile: no loop around the body (with one, ptxas keeps more registers live
                 # and, at D=128, serializes the wgmmas: C7512, measured 30% slower)
@@ -636,6 +696,8 @@ class _FmhaSm90:
         pipe_v,
         left: I32,
         right: I32,
+        rank: I32,
+        cluster: cutlass.Constexpr,
         tile: I32,
         q_state,
         state,
@@ -650,10 +712,14 @@ class _FmhaSm90:
         gV = cute.local_tile(mV[None, None, kv_head, batch], (self.block_n, d), (None, 0))
         one = cute.make_layout(1)
         tQs, tQg = cpasync.tma_partition(tma_q, 0, one, cute.group_modes(sQ, 0, 2), cute.group_modes(gQ, 0, 2))  # tQs: (TMA, Q buffer)
-        tKs, tKg = cpasync.tma_partition(tma_k, 0, one, cute.group_modes(sK, 0, 2), cute.group_modes(gK, 0, 2))
-        tVs, tVg = cpasync.tma_partition(tma_v, 0, one, cute.group_modes(sV, 0, 2), cute.group_modes(gV, 0, 2))
+        # K and V: the whole stage, or with a cluster this CTA's share of it, multicast to all
+        kv_rank, kv_ctas = (rank, cute.make_layout(cluster)) if cutlass.const_expr(cluster > 1) else (0, one)
+        tKs, tKg = cpasync.tma_partition(tma_k, kv_rank, kv_ctas, cute.group_modes(sK, 0, 2), cute.group_modes(gK, 0, 2))
+        tVs, tVg = cpasync.tma_partition(tma_v, kv_rank, kv_ctas, cute.group_modes(sV, 0, 2), cute.group_modes(gV, 0, 2))
         q_hint = {"cache_policy": cutlass.Int64(_EVICT_FIRST)} if cutlass.const_expr(self.cache_hints) else {}
         kv_hint = {"cache_policy": cutlass.Int64(_EVICT_LAST)} if cutlass.const_expr(self.cache_hints) else {}
+        if cutlass.const_expr(cluster > 1):
+            kv_hint["mcast_mask"] = cutlass.Int16((1 << cluster) - 1)
         if cutlass.const_expr(not self.k_ahead):
             pipe_q.producer_acquire(q_state)
             cute.copy(tma_q, tQg, tQs[None, q_state.index], tma_bar_ptr=pipe_q.producer_get_barrier(q_state), **q_hint)
@@ -815,6 +881,15 @@ class _FmhaSm90:
             reverse = ((start // ctas) % 2 == 1) & (start + ctas <= n_tiles)
             tile = cutlass.select_(reverse, start + ctas - 1 - first_tile, tile)
         return tile
+
+    @cute.jit
+    def unit_tile(self, unit: I32, first_unit: I32, unit_stride: I32, units: I32, rank: I32, cluster: cutlass.Constexpr) -> I32:
+        """A persistent CTA's tile in the round where the plain stride gives it `unit`: the unit
+        `scheduled` picks (a unit is one tile, or a cluster's adjacent tiles), its rank-th tile."""
+        unit = self.scheduled(unit, first_unit, unit_stride, units)
+        if cutlass.const_expr(cluster > 1):
+            unit = unit * cluster + rank
+        return unit
 
     @cute.jit
     def fetch_tile(self, mCounters: cute.Tensor, sNext: cute.Tensor, ctas: I32, n_tiles: I32) -> I32:
@@ -1464,6 +1539,7 @@ class Config(NamedTuple):
     v_wait_late: bool = False  # V_WAIT_LATE (with INTRA_WG_OVERLAP)
     cache_hints: bool = False  # CACHE_HINTS
     q_stages: int = 1  # Q_STAGES
+    cluster: int = 1  # CLUSTER: CTAs that share each K/V tile by multicast
 
 
 def _per_config(knob, head_dim: int, masked: bool):
@@ -1500,6 +1576,11 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
         """Barriers (the first kilobyte), Q's buffers, O, the K and V rings, P's tile (P_SMEM)."""
         return 1024 + (q_buffers + 1) * block_m * head_dim * 2 + 2 * stages * block_n * head_dim * 2 + (block_m * block_n * 2 if p_smem else 0)
 
+    cluster = 1 if masked else _per_config(CLUSTER, head_dim, masked)
+    if cluster not in (1, 2):
+        raise ValueError(f"CLUSTER must be 1 or 2 (or a dict of them like TILES), not {CLUSTER!r}")
+    if cluster > 1 and persistent and order == "dynamic":
+        raise ValueError("CLUSTER > 1 takes a static ORDER ('stride' or 'snake'): the dynamic order draws a tile per CTA, not per cluster")
     if q_stages == 2 and smem_bytes(2) > SHARED_MEMORY_BYTES:
         q_stages = 1  # a second Q buffer only where it fits (not beside the wider tiles: 128 x 160 at D=128)
     smem = smem_bytes(q_stages)
@@ -1509,7 +1590,7 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
             f"(one Q buffer); sm_90a gives at most {SHARED_MEMORY_BYTES}"
         )
     return Config(
-        block_m, block_n, stages, INTRA_WG_OVERLAP, pingpong, sm_count() if persistent else 2**31 - 1, fma_cols, order,
+        block_m, block_n, stages, INTRA_WG_OVERLAP, pingpong, sm_count() // cluster * cluster if persistent else 2**31 - 1, fma_cols, order,
         mask_loops(head_dim, masked), SECTION_BYTES if order == "dynamic" else 0,
         p_smem,
         INTRA_WG_OVERLAP and bool(_per_config(LATE_RESCALE, head_dim, masked)),
@@ -1521,6 +1602,7 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
         INTRA_WG_OVERLAP and bool(_per_config(V_WAIT_LATE, head_dim, masked)),
         bool(_per_config(CACHE_HINTS, head_dim, masked)),
         q_stages,
+        cluster,
     )  # fmt: skip
 
 

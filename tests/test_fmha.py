@@ -623,6 +623,75 @@ def test_gpu_wgmma_tma_store(d, stmatrix, monkeypatch):
     _check(torch, torch.bfloat16, 3, 777, 3000, 16, 4, d, False, (-1, -1), False, path="wgmma", seed=5)  # more tiles a CTA
 
 
+
+def test_wgmma_cluster_compiles(tmp_path, monkeypatch):
+    """CLUSTER = 2 (K/V shared by two CTAs, FA3's ClusterM): the host function holds two kernels,
+    the cluster build (K and V by multicast TMA, each CTA's consumers also releasing the other
+    CTA's stages: remote mbarrier arrives) and the one-CTA build for launches whose query tiles
+    a head are odd (no multicast, no remote arrive, the same body as CLUSTER = 1); with a
+    diagonal the configuration keeps one CTA, and the dynamic order is refused."""
+    import re
+
+    sm90 = _fmha().fmha_sm90
+    monkeypatch.setattr(sm90, "CLUSTER", 2)
+    for d in (64, 128):
+        config = sm90.config_for(d, False, False)
+        assert config.cluster == 2 and config.max_ctas % 2 == 0
+        ptx = sm90._compile.__wrapped__("bfloat16", d, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config).__ptx__
+        kernels = re.split(r"\.visible \.entry ", ptx)[1:]
+        assert len(kernels) == 2
+        multicast = [len(re.findall(r"cp\.async\.bulk\.tensor\.\w+\.shared::cluster\.global\S*multicast::cluster", k)) for k in kernels]
+        remote = [len(re.findall(r"mbarrier\.arrive\.shared::cluster", k)) for k in kernels]
+        assert sorted(multicast)[0] == 0 and sorted(multicast)[1] > 0, multicast
+        assert sorted(remote)[0] == 0 and sorted(remote)[1] > 0, remote
+        assert multicast.index(0) == remote.index(0)  # the one-CTA build has neither
+    assert sm90.config_for(128, False, True).cluster == 1 and sm90.config_for(64, True, False).cluster == 1
+    monkeypatch.setattr(sm90, "ORDER", "dynamic")
+    with pytest.raises(ValueError, match="static ORDER"):
+        sm90.config_for(128, False, False)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d", [64, 128])
+def test_gpu_wgmma_cluster(d, monkeypatch):
+    """CLUSTER = 2: the reference's values and the same bits as CLUSTER = 1 (the arithmetic is
+    the same; only who loads K/V changes), on a grid of fewer tiles than SMs, on more tiles than
+    SMs (persistent pairs walking several tile pairs, the K/V ring shared across tiles), with
+    GQA, a key tail inside a block, fp16, one CTA per tile, and an odd number of query tiles
+    (the one-CTA build)."""
+    torch = _cuda()
+    _gpu_path(torch, "wgmma")
+    fmha = _fmha()
+    sm90 = fmha.fmha_sm90
+    shapes = [  # (b, sq, sk, hq, hkv, dtype): query tiles a head even, even, odd
+        (2, 1024, 1024, 4, 2, torch.bfloat16),
+        (3, 2048, 3000, 16, 4, torch.float16),
+        (1, 777, 3000, 4, 1, torch.bfloat16),
+    ]
+    for persistent in (True, False):
+        monkeypatch.setattr(sm90, "PERSISTENT", persistent)
+        for b, sq, sk, hq, hkv, dtype in shapes:
+            g = torch.Generator(device="cuda").manual_seed(sq)
+            q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(dtype)
+            k, v = (torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(dtype) for _ in range(2))
+            monkeypatch.setattr(sm90, "CLUSTER", 1)
+            want = fmha.attention(q, k, v, return_lse=True, path="wgmma")
+            monkeypatch.setattr(sm90, "CLUSTER", 2)
+            outs = [fmha.attention(q, k, v, return_lse=True, path="wgmma") for _ in range(2)]
+            for out, lse in outs:
+                assert torch.equal(out, want[0]) and torch.equal(lse, want[1]), f"CLUSTER 2 differs from 1 at {(b, sq, sk, hq, hkv)}"
+    monkeypatch.setattr(sm90, "PERSISTENT", True)
+    _check(torch, torch.bfloat16, 2, 1024, 1100, 8, 2, d, path="wgmma", seed=9)
+    # the NVFP4 epilogue on the cluster build: the same codes and scales
+    g = torch.Generator(device="cuda").manual_seed(4)
+    q, k, v = (torch.randn(2, 2048, 4, d, device="cuda", generator=g).to(torch.bfloat16) for _ in range(3))
+    scale = torch.ones(1, device="cuda")
+    fused = {}
+    for cluster in (1, 2):
+        monkeypatch.setattr(sm90, "CLUSTER", cluster)
+        fused[cluster] = fmha.attention(q, k, v, path="wgmma", out_format="nvfp4", global_scale=scale)
+    assert all(torch.equal(a, b) for a, b in zip(fused[1], fused[2])), "CLUSTER 2 changes the NVFP4 output"
+
 # --- exp2 on the FMA units (FA4's MUFU relief): accuracy of the formula, compiles, GPU ----------------
 def _emulated_exp2_fma(x, impl):
     """The kernel's two formulations in numpy float32 (fmax clamp, polynomial, bits)."""
