@@ -222,7 +222,8 @@ CACHE_HINTS = False
 # H200 (bench/h200/fmha_sched/s10/c1, two passes, TFLOP/s, 2 against 1): 4x16x4096x128 682-685 /
 # 700-702, 2x16x8192x128 691-694 / 711-712, 8x32x1024x128 599-600 / 604-609, 1x32x16384x128
 # 678-686 / 678-698, 4x16x4096x64 530-535 / 535-537: the pair's CTAs wait for each other's
-# consumers before a stage is reloaded (and at D=128 causal, ncu1, L2 ran at 39% of its peak: the loads were not the limit there). Off.
+# consumers before a stage is reloaded, and the loads were not the limit (ncu at D=128 causal,
+# fmha_sched/ncu1: L2 at 39% of its peak). Off.
 CLUSTER = 1
 _EVICT_FIRST = 0x12F0000000000000  # the 64-bit L2 cache policies CUTLASS's TMA::CacheHintSm90 names
 _EVICT_LAST = 0x14F0000000000000
