@@ -221,6 +221,9 @@ VARIANTS = {
     # without a mask); "cluster" takes it at D=64 without a mask too
     "cluster": {"CLUSTER": 2},
     "cluster128": {"CLUSTER": {(64, False): 1, (64, True): 1, (128, False): 2, (128, True): 1}},
+    # the NVFP4 output quantized by two warps of the producer warpgroup (time with --variant-cases n0,n1,n2)
+    "nvfp4_offload": {"NVFP4_OFFLOAD": True},
+    "no_nvfp4_offload": {"NVFP4_OFFLOAD": False},  # the consumers quantize (before session 10)
     "d128_160_persistent": {"TILES": {**_T128, (128, False): (128, 160)},
                             "PERSISTENT": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
 }
@@ -352,28 +355,33 @@ def accuracy(torch, rows: list, cases=ACCURACY_CASES, split: bool = False):
         rows.append(row)
 
 
-def nvfp4_epilogue(torch, rows: list):
+def nvfp4_row(torch, nvfp4_case) -> dict:
+    """One NVFP4_CASES row: the bf16 call, the fused call and bf16 + `nvfp4.quantize`, timed; the bytes compared."""
     from kernels import fmha, nvfp4
 
-    for b, h, s, d, causal in NVFP4_CASES:
-        case = (b, h, h, s, s, d, causal, (-1, -1), False)
-        q, k, v, _ = make_inputs(torch, case)
-        g = nvfp4.compute_global_scale(v)
-        bf16 = lambda: fmha.attention(q, k, v, causal=causal)  # noqa: E731
-        fused = lambda: fmha.attention(q, k, v, causal=causal, out_format="nvfp4", global_scale=g)  # noqa: E731
-        two = lambda: nvfp4.quantize(fmha.attention(q, k, v, causal=causal).reshape(-1, d), g)  # noqa: E731
-        codes, scales, _ = fused()
-        want_codes, want_scales, _ = two()
-        identical = torch.equal(codes.reshape(-1, d // 2), want_codes) and torch.equal(
-            scales.view(torch.uint8).reshape(-1, d // 16), want_scales.view(torch.uint8)
-        )
-        t_bf16, t_fused, t_two = time_ms(bf16), time_ms(fused), time_ms(two)
-        row = {"kind": "nvfp4", "case": case_name(case), "bf16_ms": t_bf16, "fused_ms": t_fused, "two_kernels_ms": t_two,
-               "fused_over_bf16": round(t_fused / t_bf16, 3), "two_kernels_over_fused": round(t_two / t_fused, 3),
-               "bit_identical": bool(identical)}  # fmt: skip
+    b, h, s, d, causal = nvfp4_case
+    case = (b, h, h, s, s, d, causal, (-1, -1), False)
+    q, k, v, _ = make_inputs(torch, case)
+    g = nvfp4.compute_global_scale(v)
+    bf16 = lambda: fmha.attention(q, k, v, causal=causal)  # noqa: E731
+    fused = lambda: fmha.attention(q, k, v, causal=causal, out_format="nvfp4", global_scale=g)  # noqa: E731
+    two = lambda: nvfp4.quantize(fmha.attention(q, k, v, causal=causal).reshape(-1, d), g)  # noqa: E731
+    codes, scales, _ = fused()
+    want_codes, want_scales, _ = two()
+    identical = torch.equal(codes.reshape(-1, d // 2), want_codes) and torch.equal(
+        scales.view(torch.uint8).reshape(-1, d // 16), want_scales.view(torch.uint8)
+    )
+    t_bf16, t_fused, t_two = time_ms(bf16), time_ms(fused), time_ms(two)
+    return {"kind": "nvfp4", "case": case_name(case), "bf16_ms": t_bf16, "fused_ms": t_fused, "two_kernels_ms": t_two,
+            "fused_over_bf16": round(t_fused / t_bf16, 3), "two_kernels_over_fused": round(t_two / t_fused, 3),
+            "bit_identical": bool(identical)}  # fmt: skip
+
+
+def nvfp4_epilogue(torch, rows: list):
+    for nvfp4_case in NVFP4_CASES:
+        row = nvfp4_row(torch, nvfp4_case)
         print(json.dumps(row), flush=True)
         rows.append(row)
-        del q, k, v
 
 
 # the kernel the "before" variant times: kernels/fmha_sm90.py as committed at FMHA_BEFORE_REV
@@ -411,7 +419,7 @@ def variants(torch, names, rows: list, cases=VARIANT_CASES):
     from kernels import fmha_decode
 
     decode_saved = {"COMBINE_PDL": fmha_decode.COMBINE_PDL}  # knobs of kernels.fmha_decode a variant may name as "fmha_decode.X"
-    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES", "P_SMEM", "LATE_RESCALE", "SOFTMAX_INTERLEAVED", "MASK_RELATIVE", "STMATRIX", "TMA_STORE", "K_AHEAD", "V_WAIT_LATE", "CACHE_HINTS", "Q_STAGES", "CLUSTER")}
+    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES", "P_SMEM", "LATE_RESCALE", "SOFTMAX_INTERLEAVED", "MASK_RELATIVE", "STMATRIX", "TMA_STORE", "K_AHEAD", "V_WAIT_LATE", "CACHE_HINTS", "Q_STAGES", "CLUSTER", "NVFP4_OFFLOAD")}
     for name in names:
         knobs = VARIANTS[name.split("#")[0]]
         try:
@@ -423,6 +431,11 @@ def variants(torch, names, rows: list, cases=VARIANT_CASES):
             errs = [check_variant(torch, fmha, c) for c in ACCURACY_CASES]
             print(f"variant {name}: relative errors {[round(e, 5) for e in errs]}", flush=True)
             for case in cases:
+                if case[0] == "nvfp4":  # an NVFP4_CASES row: the epilogue's three timings
+                    row = {**nvfp4_row(torch, case[1]), "kind": "variant_nvfp4", "variant": name}
+                    print(json.dumps(row), flush=True)
+                    rows.append(row)
+                    continue
                 b, h, hkv, sq, sk, d, causal, window, sink = case
                 q, k, v, sinks = make_inputs(torch, case)
                 ms = time_ms(lambda: fmha.attention(q, k, v, causal=causal, window=window, sink=sinks))
@@ -475,6 +488,11 @@ def markdown(rows) -> str:
         for name in dict.fromkeys(r["variant"] for r in var):
             got = {r["case"]: r["ours"] for r in var if r["variant"] == name}
             md.append(f"| {name} | " + " | ".join(str(got.get(c, "-")) for c in cases) + " |")
+    var = [r for r in rows if r["kind"] == "variant_nvfp4"]
+    if var:
+        md += ["", "| variant | NVFP4 case | bf16 ms | fused ms | bf16 + quantize ms | fused / bf16 | two / fused | identical |", "| --- |" + " --- |" * 7]
+        for r in var:
+            md.append(f"| {r['variant']} | {r['case']} | {r['bf16_ms']:.3f} | {r['fused_ms']:.3f} | {r['two_kernels_ms']:.3f} | {r['fused_over_bf16']} | {r['two_kernels_over_fused']} | {r['bit_identical']} |")
     return "\n".join(md) + "\n"
 
 
@@ -513,7 +531,7 @@ def main():
     parser.add_argument("--results", type=pathlib.Path)
     parser.add_argument("--variants", default="", help=f"comma-separated, of {sorted(VARIANTS)}")
     parser.add_argument("--skip-peers", action="store_true", help="only the variants")
-    parser.add_argument("--variant-cases", default="", help="indices into ISSUE_CASES, or dN into DECODE_CASES (default: VARIANT_CASES)")
+    parser.add_argument("--variant-cases", default="", help="indices into ISSUE_CASES, dN into DECODE_CASES or nN into NVFP4_CASES (default: VARIANT_CASES)")
     parser.add_argument("--steps", default="issue,decode,nvfp4,accuracy,decode_accuracy", help="which peer steps, comma-separated")
     args = parser.parse_args()
     names = [n for n in args.variants.split(",") if n]
@@ -543,8 +561,9 @@ def main():
     }  # fmt: skip
     steps = [] if args.skip_peers else [all_steps[s] for s in chosen]
     if names:
-        # indices into ISSUE_CASES, or into DECODE_CASES with a "d" in front
-        vcases = [DECODE_CASES[int(i[1:])] if i.startswith("d") else ISSUE_CASES[int(i)] for i in args.variant_cases.split(",")] if args.variant_cases else VARIANT_CASES
+        # indices into ISSUE_CASES, or into DECODE_CASES with a "d" in front, NVFP4_CASES with an "n"
+        pick = {"d": lambda i: DECODE_CASES[i], "n": lambda i: ("nvfp4", NVFP4_CASES[i])}
+        vcases = [pick[i[0]](int(i[1:])) if i[0] in pick else ISSUE_CASES[int(i)] for i in args.variant_cases.split(",")] if args.variant_cases else VARIANT_CASES
         steps.append(lambda: variants(torch, names, rows, vcases))
     for step in steps:
         try:

@@ -171,7 +171,7 @@ PAIR = 2 * nvfp4.BLOCK  # columns a thread takes at a time: two NVFP4 blocks, 16
 
 
 @cute.jit
-def store_nvfp4(tile, outputs, batch, head, tile_index, rows_valid, tidx, threads: cutlass.Constexpr):
+def store_nvfp4(tile, outputs, batch, head, tile_index, rows_valid, tidx, threads: cutlass.Constexpr, loads_ahead: cutlass.Constexpr = True):
     """O's rows `tile_index * rows ...` from the shared-memory `tile` as NVFP4 (rows_valid >= 1).
 
     `threads` threads (this one is `tidx`) share the [rows, D] tile: `threads // rows` per
@@ -185,7 +185,9 @@ def store_nvfp4(tile, outputs, batch, head, tile_index, rows_valid, tidx, thread
     first block is quantized. The values are the tile's (already rounded to its
     dtype) and each block goes through `nvfp4`'s own block quantization, so the bytes are
     those of `nvfp4.quantize()` of the tensor the tile would have been stored to. Rows >=
-    `rows_valid` are computed but not written.
+    `rows_valid` are computed but not written. `loads_ahead` False (one row a thread only): each
+    block is loaded (two 16-byte loads) just before it is quantized, so that few registers do
+    (the FMHA's quantizing warps of NVFP4_OFFLOAD have 32); the stores are the same.
     """
     codes, scales, global_scale = outputs
     rows, d = cute.size(tile, mode=[0]), cute.size(tile, mode=[1])
@@ -198,30 +200,39 @@ def store_nvfp4(tile, outputs, batch, head, tile_index, rows_valid, tidx, thread
     scales_tile = cute.local_tile(scales[batch, None, head, None], (rows, d // 16), (tile_index, 0))
     scale_bytes = scales_tile if scales_tile.element_type == nvfp4.FP8 else cute.recast_tensor(scales_tile, nvfp4.FP8)
 
-    # shared -> registers: the thread's pairs, 16 bytes per load
+    if cutlass.const_expr(not loads_ahead and per_row != 1):
+        raise ValueError(f"NVFP4 epilogue: loads_ahead=False takes one row a thread, not {threads} threads for {rows} rows")
+    # shared -> registers: the thread's pairs (or, loads_ahead False, blocks), 16 bytes per load
     load = cute.make_tiled_copy_tv(
         cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), tile.element_type, num_bits_per_copy=128),
         cute.make_layout((rows, per_row), stride=(per_row, 1)),
-        cute.make_layout((1, PAIR)),
+        cute.make_layout((1, PAIR if loads_ahead else nvfp4.BLOCK)),
     )
     thr_load = load.get_slice(tidx)
-    src = thr_load.partition_S(tile)  # (values of one pair, 1, pairs)
+    src = thr_load.partition_S(tile)  # (values of one pair or block, 1, pairs or blocks)
     where = thr_load.partition_S(cute.make_identity_tensor((rows, d)))
     values = cute.make_fragment_like(src)
-    cute.copy(load, src, values)
+    if cutlass.const_expr(loads_ahead):
+        cute.copy(load, src, values)
 
-    pairs = cute.size(src, mode=[2])
+    pairs = cute.size(src, mode=[2]) // (1 if loads_ahead else 2)
     row = where[0, 0, 0][0]
     block = cute.make_rmem_tensor((nvfp4.BLOCK,), tile.element_type)
     packed = cute.make_rmem_tensor((4,), cutlass.Uint32)
     sf = cute.make_rmem_tensor((2,), nvfp4.FP8)
     for p in cutlass.range_constexpr(pairs):
-        pair = where[0, 0, p][1] // PAIR  # which pair of the row
+        pair = where[0, 0, p][1] // PAIR if loads_ahead else p  # which pair of the row
         for half in cutlass.range_constexpr(2):
-            # by logical index: the fragment's registers need not be in column order (the
-            # mma_sync tile at D=128 gives ((8,(2,2)),1,(2,2)):((1,(16,32)),0,(64,8)))
-            for j in cutlass.range_constexpr(nvfp4.BLOCK):
-                block[j] = values[half * nvfp4.BLOCK + j, 0, p]
+            if cutlass.const_expr(loads_ahead):
+                # by logical index: the fragment's registers need not be in column order (the
+                # mma_sync tile at D=128 gives ((8,(2,2)),1,(2,2)):((1,(16,32)),0,(64,8)))
+                for j in cutlass.range_constexpr(nvfp4.BLOCK):
+                    block[j] = values[half * nvfp4.BLOCK + j, 0, p]
+            else:
+                # the row's block 2p + half, columns in order (one row a thread: blocks in turn)
+                cute.copy(load, src[None, None, 2 * p + half], values[None, None, 2 * p + half])
+                for j in cutlass.range_constexpr(nvfp4.BLOCK):
+                    block[j] = values[j, 0, 2 * p + half]
             block_codes, block_sf = nvfp4._quantize_block(block.load(), gs, inv_gs, nvfp4.e2m1_plain)
             packed[2 * half] = block_codes[0]
             packed[2 * half + 1] = block_codes[1]

@@ -97,7 +97,12 @@ STAGES = 2
 # 689-692 / 684, window 519-521 / 508-510, sink 689-692 / 685-687; 1x32x16384 within the noise.
 Q_STAGES = 2
 PRODUCER_REGS = 24  # setmaxnreg: the producer only issues TMA
-REGISTERS = 512  # 64K registers over the CTA's warpgroups of 128 threads: producer + consumers <= 512 a thread
+REGISTER_FILE = 65536  # 32-bit registers of an SM, one CTA an SM
+# setmaxnreg moves registers between a CTA's warpgroups within what the CTA was launched with:
+# (REGISTER_FILE / threads, rounded down to 8) a thread, so the warpgroups' counts add up to at
+# most that times their number (3 warpgroups: 3 x 168 = 504; 4: 4 x 128 = 512); a consumer's
+# setmaxnreg.inc that asks for more waits forever
+QUANTIZER_REGS = 32  # NVFP4_OFFLOAD: at least this many for the producer warpgroup (it quantizes)
 # FA3's intra-warpgroup overlap: S(n) = Q K(n)^T and O += P(n+1) V(n+1) are issued together
 # and the softmax of S(n) runs while the P V wgmma does; False: the softmax waits for both
 INTRA_WG_OVERLAP = True
@@ -115,6 +120,9 @@ TURN_BARRIER = 5  # named barriers 5, 6 (, 7): PINGPONG's turns, one per consume
 # -> consumer warpgroup wg) and 9 + 2 wg (wg has read it: wg -> producer), one pair per consumer
 # so that the consumers do not wait for each other at tile boundaries
 TILE_FULL_BARRIER = 8
+# NVFP4_OFFLOAD: the producer warpgroup's warps 1 and 2 quantize O (warp 0 issues the loads)
+QUANTIZER_WARPS = (1, 2)
+QUANTIZER_THREADS = 32 * len(QUANTIZER_WARPS)  # one row of a warpgroup's 64 a thread
 TILE_EMPTY_BARRIER = 9
 HANDOVER_THREADS = 32 + 128  # the producer warp and one consumer warpgroup
 # one CTA per SM walks the tiles (FA3's persistent scheduling, static order): the producer
@@ -225,6 +233,17 @@ CACHE_HINTS = False
 # consumers before a stage is reloaded, and the loads were not the limit (ncu at D=128 causal,
 # fmha_sched/ncu1: L2 at 39% of its peak). Off.
 CLUSTER = 1
+# the NVFP4 output (nvfp4_out) quantized by two idle warps of the producer warpgroup instead of
+# the consumers: each consumer warpgroup puts its normalized O rows (bf16/fp16) in its rows of
+# O's buffer, hands them over (an mbarrier pair a consumer warpgroup, the tile's coordinates
+# beside them in shared memory) and goes on to its next tile, while the two warps quantize them
+# (one row a thread, `store_nvfp4`) and give the rows back. The quantization is ~1000
+# instructions a consumer thread a tile at D=128 that nothing overlapped (the epilogue issues
+# about one instruction a cycle: RESULTS.md, "Where the fused epilogue's time went"); in the
+# producer's warps it runs in the cycles the consumers leave idle. The producer warpgroup then
+# keeps at least QUANTIZER_REGS (D=128: 40, the consumers 232 instead of 240; D=64: 32, the
+# consumers keep 160). A bool or a dict like TILES.
+NVFP4_OFFLOAD = False
 _EVICT_FIRST = 0x12F0000000000000  # the 64-bit L2 cache policies CUTLASS's TMA::CacheHintSm90 names
 _EVICT_LAST = 0x14F0000000000000
 SCORE_COLUMNS_CHECK_ALL = False  # score_columns checks every consumer thread (seconds a build; the tests)
@@ -356,14 +375,24 @@ class _FmhaSm90:
             self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas, self.fma_cols, self.order,
             self.mask_loops, self.section_bytes, self.p_smem, self.late_rescale, self.interleaved, self.mask_relative,
             self.stmatrix, tma_store, self.k_ahead, self.v_wait_late, self.cache_hints, self.q_stages, self.cluster,
+            nvfp4_offload,
         ) = config  # fmt: skip
+        # NVFP4_OFFLOAD: O's quantization by QUANTIZER_THREADS of the producer warpgroup (nvfp4_out only)
+        self.offload = nvfp4_offload and nvfp4_out and not group
         self.tma_store = tma_store and not nvfp4_out and not group  # (TMA_STORE: the bf16/fp16 output only)
         self.persistent = self.max_ctas < 2**31 - 1
         self.dynamic = self.persistent and self.order == "dynamic"  # tiles drawn from a counter (fetch_tile)
         self.consumer_wgs = self.block_m // 64
         self.threads = 128 * (1 + self.consumer_wgs)  # producer warpgroup + consumers
         # what the producer gives away, split evenly (setmaxnreg takes multiples of 8)
-        self.consumer_regs = min(240, (REGISTERS - PRODUCER_REGS) // self.consumer_wgs // 8 * 8)
+        pool = REGISTER_FILE // self.threads // 8 * 8 * (1 + self.consumer_wgs)  # a thread of each warpgroup, together
+        producer_least = QUANTIZER_REGS if self.offload else PRODUCER_REGS
+        self.consumer_regs = min(240, (pool - producer_least) // self.consumer_wgs // 8 * 8)
+        # the producer warpgroup's registers a thread: PRODUCER_REGS, or with the quantizing warps
+        # of NVFP4_OFFLOAD all the consumers leave
+        self.producer_regs = pool - self.consumer_wgs * self.consumer_regs if self.offload else PRODUCER_REGS
+        if self.producer_regs + self.consumer_wgs * self.consumer_regs > pool:  # (setmaxnreg.inc would wait forever)
+            raise AssertionError(f"registers: {self.producer_regs} + {self.consumer_wgs} x {self.consumer_regs} > {pool} a thread")
         self.dtype = dtype
         self.d = head_dim
         self.has_left = has_left
@@ -418,6 +447,7 @@ class _FmhaSm90:
             self.col_offsets = self.score_columns(mma_qk)
         stages = self.stages
         q_stages = self.q_stages
+        handoffs = self.consumer_wgs if self.offload else 0  # NVFP4_OFFLOAD: one O hand-over a consumer warpgroup
 
         @cute.struct
         class Smem:
@@ -425,6 +455,8 @@ class _FmhaSm90:
             bar_k: cute.struct.MemRange[cutlass.Int64, 2 * stages]
             bar_v: cute.struct.MemRange[cutlass.Int64, 2 * stages]
             next_tile: cute.struct.MemRange[I32, 2]  # ORDER "dynamic": the producer's hand-over
+            bar_o: cute.struct.MemRange[cutlass.Int64, 2 * handoffs]  # NVFP4_OFFLOAD: (O rows given, taken back) a warpgroup
+            o_tiles: cute.struct.MemRange[I32, 4 * handoffs]  # and the rows' (batch, head, first row, the giver's phase)
             q: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout) * q_stages], 1024]
             o: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]  # O on its way out
             k: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
@@ -438,6 +470,8 @@ class _FmhaSm90:
                 bar_k: cute.struct.MemRange[cutlass.Int64, 2 * stages]
                 bar_v: cute.struct.MemRange[cutlass.Int64, 2 * stages]
                 next_tile: cute.struct.MemRange[I32, 2]
+                bar_o: cute.struct.MemRange[cutlass.Int64, 2 * handoffs]
+                o_tiles: cute.struct.MemRange[I32, 4 * handoffs]
                 q: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout) * q_stages], 1024]
                 o: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]
                 k: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
@@ -580,6 +614,16 @@ class _FmhaSm90:
         if cutlass.const_expr(self.dynamic):
             sNext = storage.next_tile.get_tensor(cute.make_layout((2,)))
         sVt = cute.composition(sV, cute.make_ordered_layout((d, self.block_n, self.stages), order=(1, 0, 2)))  # (D, N, stage)
+        handoff = None  # NVFP4_OFFLOAD: (the rows' coordinates, (field, warpgroup); the mbarriers)
+        if cutlass.const_expr(self.offload):
+            handoff = (storage.o_tiles.get_tensor(cute.make_layout((4, self.consumer_wgs))), storage.bar_o.data_ptr())
+            if tidx == 0:
+                sTiles, bar_o = handoff
+                for w in cutlass.range_constexpr(self.consumer_wgs):
+                    cute.arch.mbarrier_init(bar_o + 2 * w, 1)  # rows given: the warpgroup's first thread, once they are in
+                    cute.arch.mbarrier_init(bar_o + 2 * w + 1, QUANTIZER_THREADS)  # taken back: every quantizing thread
+                    sTiles[3, w] = I32(1)  # the giver's phase: its first wait for the rows' return passes at once
+                cute.arch.mbarrier_init_fence()  # (the pipelines' creation below synchronizes the CTA)
 
         producer = pipeline.CooperativeGroup(pipeline.Agent.Thread, 1)  # one elected thread arms each barrier
         consumers = pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_wgs * 4)  # one arrive per warp
@@ -605,7 +649,7 @@ class _FmhaSm90:
 
         if warp < 4:
             # --- producer: one warp issues the TMA loads -----------------------------------
-            cute.arch.setmaxregister_decrease(PRODUCER_REGS)
+            cute.arch.setmaxregister_decrease(self.producer_regs)
             if warp == 0:
                 q_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.q_stages)
                 state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
@@ -628,6 +672,10 @@ class _FmhaSm90:
                     # arrives must land before this CTA (its shared memory) may exit
                     pipe_k.producer_tail(state.clone())
                     pipe_v.producer_tail(state.clone())
+            if cutlass.const_expr(self.offload):
+                if warp >= QUANTIZER_WARPS[0]:
+                    if warp <= QUANTIZER_WARPS[-1]:
+                        self.quantize_handed_over(sO, handoff, (mCodes, mScales, mGlobal), self.queries(mQ), tidx - 32 * QUANTIZER_WARPS[0])
         else:
             # --- consumers: 64 query rows per warpgroup -----------------------------------
             cute.arch.setmaxregister_increase(self.consumer_regs)
@@ -659,8 +707,8 @@ class _FmhaSm90:
                     cute.arch.barrier_arrive(barrier_id=TURN_BARRIER, number_of_threads=256)  # the first turn is the first consumer's
             compute = functools.partial(
                 self.compute_tile, m_tiles, num_splits, mQ, mK, mO, mLSE, mSink, mCodes, mScales, mGlobal, scale_log2, left, right,
-                pipe_q, pipe_k, pipe_v, mma_qk, mma_pv, s2g, sO, sNext, n_tiles, tSrQ, tSrK, tOrVt, acc_O, acc_S, rP, corr,
-                row_max, row_sum, tScS, ct, wg,
+                pipe_q, pipe_k, pipe_v, mma_qk, mma_pv, s2g, sO, handoff, sNext, n_tiles, tSrQ, tSrK, tOrVt, acc_O, acc_S, rP,
+                corr, row_max, row_sum, tScS, ct, wg,
             )  # fmt: skip
             if cutlass.const_expr(self.dynamic):
                 cute.arch.barrier_arrive(barrier_id=TILE_EMPTY_BARRIER + 2 * wg, number_of_threads=HANDOVER_THREADS)  # the slot starts empty
@@ -677,6 +725,8 @@ class _FmhaSm90:
             if cutlass.const_expr(self.tma_store):
                 if ct % 128 == 0:
                     cute.arch.cp_async_bulk_wait_group(0, read=True)  # shared memory outlives the last store's reads
+            if cutlass.const_expr(self.offload):
+                self.hand_over_end(handoff, ct, wg)
 
     @cute.jit
     def load_tile(
@@ -779,6 +829,7 @@ class _FmhaSm90:
         mma_pv: cute.TiledMma,
         s2g: cute.CopyAtom,  # (a TiledCopy; with TMA_STORE the TMA store atom)
         sO: cute.Tensor,
+        handoff,
         sNext,
         n_tiles: I32,
         tSrQ: cute.Tensor,
@@ -862,7 +913,10 @@ class _FmhaSm90:
         if cutlass.const_expr(self.group):
             self.partials_epilogue(acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mma_pv, ct, m0, batch * mK.shape[2] + kv_head, split)
         else:
-            self.epilogue(acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mSink, mCodes, mScales, mGlobal, sO, mma_pv, s2g, ct, wg, m0, head, batch)
+            self.epilogue(
+                acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mSink, mCodes, mScales, mGlobal, sO, handoff, mma_pv, s2g, ct, wg, m0,
+                head, batch,
+            )  # fmt: skip
         return q_state, state, next_tile
 
     @cute.jit
@@ -1317,6 +1371,7 @@ class _FmhaSm90:
         mScales: cute.Tensor,
         mGlobal: cute.Tensor,
         sO: cute.Tensor,
+        handoff,
         mma_pv: cute.TiledMma,
         s2g: cute.CopyAtom,  # (a TiledCopy; with TMA_STORE the TMA store atom)
         ct: I32,
@@ -1325,7 +1380,8 @@ class _FmhaSm90:
         head: I32,
         batch: I32,
     ):
-        """Normalize O, write the LSE, and O through this warpgroup's rows of sO (or O as NVFP4)."""
+        """Normalize O, write the LSE, and O through this warpgroup's rows of sO (or O as NVFP4,
+        quantized here or, with NVFP4_OFFLOAD, handed over to the quantizing warps)."""
         d = self.d
         sq = mO.shape[0]
         acc_O_mn = _mn_view(acc_O)
@@ -1349,8 +1405,21 @@ class _FmhaSm90:
         thr_r2s = r2s.get_slice(ct)
         # the warpgroup's rows of sO: every thread is done reading the previous tile's
         cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
+        if cutlass.const_expr(self.offload):
+            sTiles, bar_o = handoff
+            cute.arch.mbarrier_wait(bar_o + 2 * wg + 1, sTiles[3, wg])  # and the quantizing warps with the last rows handed over
         self.copy_r2s(r2s, thr_r2s, rO, thr_r2s.partition_D(sO))
+        if cutlass.const_expr(self.offload):
+            if ct % 128 == 0:
+                sTiles[0, wg] = batch
+                sTiles[1, wg] = head
+                sTiles[2, wg] = m0 + wg * 64  # (Sq or more: no rows to write)
         cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
+        if cutlass.const_expr(self.offload):
+            if ct % 128 == 0:
+                sTiles[3, wg] = sTiles[3, wg] ^ 1  # (read by the warpgroup before the barrier above)
+                cute.arch.mbarrier_arrive(bar_o + 2 * wg)
+            return
         sO = cute.local_tile(sO, (64, d), (wg, 0))
         if cutlass.const_expr(self.nvfp4_out):
             # O as NVFP4, quantized from this warpgroup's tile as it would have been stored
@@ -1392,6 +1461,38 @@ class _FmhaSm90:
                 tOs, tOg = cpasync.tma_partition(tma_o, 0, cute.make_layout(1), cute.group_modes(stage, 0, 2), cute.group_modes(gO, 0, 2))
                 cute.copy(tma_o, tOs, tOg)
                 cute.arch.cp_async_bulk_commit_group()
+
+    @cute.jit
+    def quantize_handed_over(self, sO: cute.Tensor, handoff, outputs, sq: I32, qt: I32):
+        """NVFP4_OFFLOAD, the quantizing warps of the producer warpgroup (this thread is `qt` of
+        QUANTIZER_THREADS): each consumer warpgroup's rows of sO as it hands them over, tile
+        after tile, as NVFP4 (`store_nvfp4`, a row a thread), each given back once quantized;
+        until a hand-over without rows (first row -1, hand_over_end), the same for every
+        warpgroup since they all take the same tiles."""
+        sTiles, bar_o = handoff
+        phase = I32(0)
+        more = cutlass.Boolean(True)
+        while more:
+            for w in cutlass.range_constexpr(self.consumer_wgs):
+                cute.arch.mbarrier_wait(bar_o + 2 * w, phase)
+                first = sTiles[2, w]
+                if first >= 0:
+                    if first < sq:
+                        rows = cute.local_tile(sO, (64, self.d), (w, 0))
+                        store_nvfp4(rows, outputs, sTiles[0, w], sTiles[1, w], first // 64, sq - first, qt, QUANTIZER_THREADS, False)
+                more = first >= 0
+                cute.arch.mbarrier_arrive(bar_o + 2 * w + 1)
+            phase = phase ^ 1
+
+    @cute.jit
+    def hand_over_end(self, handoff, ct: I32, wg: I32):
+        """NVFP4_OFFLOAD: a consumer warpgroup past its last tile tells the quantizing warps (a
+        hand-over without rows), once they have given back its last rows."""
+        sTiles, bar_o = handoff
+        if ct % 128 == 0:
+            cute.arch.mbarrier_wait(bar_o + 2 * wg + 1, sTiles[3, wg])
+            sTiles[2, wg] = I32(-1)
+            cute.arch.mbarrier_arrive(bar_o + 2 * wg)
 
     @cute.jit
     def partials_epilogue(
@@ -1541,6 +1642,7 @@ class Config(NamedTuple):
     cache_hints: bool = False  # CACHE_HINTS
     q_stages: int = 1  # Q_STAGES
     cluster: int = 1  # CLUSTER: CTAs that share each K/V tile by multicast
+    nvfp4_offload: bool = False  # NVFP4_OFFLOAD (read only with the NVFP4 output)
 
 
 def _per_config(knob, head_dim: int, masked: bool):
@@ -1604,6 +1706,7 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
         bool(_per_config(CACHE_HINTS, head_dim, masked)),
         q_stages,
         cluster,
+        bool(_per_config(NVFP4_OFFLOAD, head_dim, masked)),
     )  # fmt: skip
 
 

@@ -205,6 +205,13 @@ def test_compiles_wgmma(i, layout, tmp_path):
     assert f"wgmma.mma_async.sync.aligned.m64n{head_dim}k16.f32" in ptx
     assert "cp.async.bulk.tensor" in ptx and "setmaxnreg" in ptx
     assert "ld.local" not in ptx and "st.local" not in ptx
+    # the warpgroups' setmaxnreg counts add up to at most what the CTA is launched with (the
+    # SM's 64 K registers over its threads, a multiple of 8 a thread): else the consumers'
+    # setmaxnreg.inc waits forever
+    wgs = fmha.fmha_sm90.config_for(head_dim, has_left, has_right).block_m // 64
+    (producer,) = map(int, re.findall(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+(\d+);", ptx))
+    (consumer,) = map(int, re.findall(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+(\d+);", ptx))
+    assert producer + wgs * consumer <= 65536 // (128 * (1 + wgs)) // 8 * 8 * (1 + wgs), (producer, consumer)
     # the dynamic tile scheduler (ORDER "dynamic", persistent): one relaxed draw per tile, the
     # acq_rel count of CTAs done, the producer's side of the hand-over's named barriers (one
     # pair per consumer warpgroup); absent from the other builds

@@ -24,8 +24,10 @@ def _accesses(ptx: str) -> collections.Counter:
 
 @pytest.mark.parametrize("path, rows, threads", [("wgmma", 64, 128), ("mma_sync", 128, 128)])
 @pytest.mark.parametrize("head_dim", [64, 128])
-def test_epilogue_accesses_are_vectorized(tmp_path, path, rows, threads, head_dim):
-    from kernels import fmha
+def test_epilogue_accesses_are_vectorized(tmp_path, path, rows, threads, head_dim, monkeypatch):
+    from kernels import fmha, fmha_sm90
+
+    monkeypatch.setattr(fmha_sm90, "NVFP4_OFFLOAD", False)  # the consumers' epilogue (test_offloaded_epilogue_accesses: the other)
 
     fn = fmha.compile_attention("bfloat16", head_dim, True, (-1, -1), False, "sm_90a", path=path, options=f"--keep-ptx --dump-dir {tmp_path}", out_format="nvfp4")
     fused = _accesses(fn.__ptx__)
@@ -60,10 +62,15 @@ def _cuda():
         ("mma_sync", "bfloat16", 64, True, (1, 200, 260, 3, 1)),
     ],
 )
-def test_gpu_epilogue_bytes_at_tails_extreme_scales_and_nan(path, dtype, d, causal, shape):
+@pytest.mark.parametrize("offload", [False, True])
+def test_gpu_epilogue_bytes_at_tails_extreme_scales_and_nan(path, dtype, d, causal, shape, offload, monkeypatch):
     torch = _cuda()
     from kernels import fmha, fmha_sm90, nvfp4
     from kernels.torch_device import arch_of
+
+    if offload and path != "wgmma":
+        pytest.skip("NVFP4_OFFLOAD is the wgmma kernel's")
+    monkeypatch.setattr(fmha_sm90, "NVFP4_OFFLOAD", offload)
 
     if path == "wgmma" and arch_of(torch.device("cuda")) not in fmha_sm90.ARCHS:
         pytest.skip("the wgmma path needs sm_90a")
@@ -84,3 +91,53 @@ def test_gpu_epilogue_bytes_at_tails_extreme_scales_and_nan(path, dtype, d, caus
             want_codes, want_scales, _ = nvfp4.quantize(out.reshape(-1, d), g_used)
             assert torch.equal(codes.reshape(-1, d // 2), want_codes), (values is v_nan, g)
             assert torch.equal(scales.view(torch.uint8).reshape(-1, d // 16), want_scales.view(torch.uint8)), (values is v_nan, g)
+
+
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_offloaded_epilogue_accesses(tmp_path, head_dim, monkeypatch):
+    """NVFP4_OFFLOAD: the quantizing warps of the producer warpgroup read one row of 64 a thread,
+    a block (two 16-byte loads) at a time, and store each pair of blocks as before (that code
+    once for each consumer warpgroup's rows); nothing else in the kernel stores codes or scales,
+    and that warpgroup keeps at least 32 registers a thread (setmaxnreg), within what the
+    CTA is launched with (more, and the consumers' setmaxnreg.inc would wait forever)."""
+    from kernels import fmha, fmha_sm90
+
+    monkeypatch.setattr(fmha_sm90, "NVFP4_OFFLOAD", True)
+    fn = fmha.compile_attention("bfloat16", head_dim, True, (-1, -1), False, "sm_90a", path="wgmma", options=f"--keep-ptx --dump-dir {tmp_path}", out_format="nvfp4")
+    fused = _accesses(fn.__ptx__)
+    wgs = fmha_sm90.config_for(head_dim, False, True).block_m // 64  # the quantizing code, once for each consumer warpgroup's rows
+    assert fused["ld.shared.v4.b32"] == wgs * head_dim * 2 // 16, fused
+    assert fused["st.global.v4.b32"] == wgs * head_dim // 32 and fused["st.global.v2.b8"] == wgs * head_dim // 32, fused
+    (producer,) = map(int, re.findall(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+(\d+);", fn.__ptx__))
+    (consumer,) = map(int, re.findall(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+(\d+);", fn.__ptx__))
+    launched = 65536 // (128 * (1 + wgs)) // 8 * 8  # registers a thread at launch: the SM's 64 K over the CTA's threads
+    assert producer >= 32 and producer + wgs * consumer <= launched * (1 + wgs), (producer, consumer, launched)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d, causal, window, sink", [(128, False, (-1, -1), False), (128, True, (-1, -1), False), (64, True, (-1, -1), False), (64, False, (300, 40), True)])
+@pytest.mark.parametrize("persistent", [True, False])
+def test_gpu_offloaded_epilogue_many_tiles(d, causal, window, sink, persistent, monkeypatch):
+    """NVFP4_OFFLOAD over many tiles a CTA (the hand-over's phases turning tile after tile, in the
+    static and the dynamic orders), with GQA, Sq = 900 (the last tile's second warpgroup has no
+    valid row at 128-row tiles, some at 192), a window with a sink, and one CTA per tile: the
+    bytes of `nvfp4.quantize` of the plain output, twice in a row."""
+    torch = _cuda()
+    from kernels import fmha, fmha_sm90, nvfp4
+    from kernels.torch_device import arch_of
+
+    if arch_of(torch.device("cuda")) not in fmha_sm90.ARCHS:
+        pytest.skip("the wgmma path needs sm_90a")
+    monkeypatch.setattr(fmha_sm90, "NVFP4_OFFLOAD", True)
+    monkeypatch.setattr(fmha_sm90, "PERSISTENT", persistent)
+    gen = torch.Generator(device="cuda").manual_seed(d)
+    q = torch.randn(3, 900, 16, d, generator=gen, device="cuda").to(torch.bfloat16)
+    k, v = (torch.randn(3, 1300, 4, d, generator=gen, device="cuda").to(torch.bfloat16) for _ in range(2))
+    s = torch.randn(16, generator=gen, device="cuda") if sink else None
+    out = fmha.attention(q, k, v, causal=causal, window=window, sink=s, path="wgmma")
+    g = nvfp4.compute_global_scale(out)
+    want_codes, want_scales, _ = nvfp4.quantize(out.reshape(-1, d), g)
+    for _ in range(2):
+        codes, scales, _ = fmha.attention(q, k, v, causal=causal, window=window, sink=s, path="wgmma", out_format="nvfp4", global_scale=g)
+        assert torch.equal(codes.reshape(-1, d // 2), want_codes)
+        assert torch.equal(scales.view(torch.uint8).reshape(-1, d // 16), want_scales.view(torch.uint8))
