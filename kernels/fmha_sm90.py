@@ -242,8 +242,12 @@ CLUSTER = 1
 # about one instruction a cycle: RESULTS.md, "Where the fused epilogue's time went"); in the
 # producer's warps it runs in the cycles the consumers leave idle. The producer warpgroup then
 # keeps at least QUANTIZER_REGS (D=128: 40, the consumers 232 instead of 240; D=64: 32, the
-# consumers keep 160). A bool or a dict like TILES.
-NVFP4_OFFLOAD = False
+# consumers keep 160; ptxas 13.0: the consumers spill nothing, the quantizing warps 56-80 bytes).
+# A bool or a dict like TILES. H200 (bench/h200/fmha_sched/s10/c3, two passes, fused / bf16, on
+# against off): 2x16x8192x128 1.028, 1.025 / 1.046, 1.045; with a diagonal it loses, the short
+# tiles of the causal tail outrunning two warps' quantizing (4x16x4096x128 causal 1.107 / 1.078,
+# 8x16x2048x64 causal 1.149-1.153 / 1.056-1.059): on without a diagonal at D=128 only.
+NVFP4_OFFLOAD = {(64, False): False, (64, True): False, (128, False): True, (128, True): False}
 _EVICT_FIRST = 0x12F0000000000000  # the 64-bit L2 cache policies CUTLASS's TMA::CacheHintSm90 names
 _EVICT_LAST = 0x14F0000000000000
 SCORE_COLUMNS_CHECK_ALL = False  # score_columns checks every consumer thread (seconds a build; the tests)
