@@ -33,7 +33,9 @@ consumers finish the current one (Config).
   from TMA (out of bounds), so no NaN * 0 reaches O.
 - Epilogue per consumer: normalize O (sink in the denominator), LSE, O to bf16/fp16
   through the warpgroup's own rows of a shared-memory O buffer (apart from Q's, so the
-  next tile's Q can load meanwhile), then 16-byte stores.
+  next tile's Q can load meanwhile), then 16-byte stores or one TMA store (TMA_STORE). The
+  NVFP4 output is quantized from those rows by the consumers, or (NVFP4_OFFLOAD) by two
+  idle warps of the producer warpgroup to which the consumers hand the rows over.
 
 The same kernel, packed (`_PackedSplitSm90`, `compile_packed_split`; fmha's path
 "decode_wgmma" for short queries over long keys): a tile's rows are the GQA-packed rows of
