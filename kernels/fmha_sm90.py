@@ -250,6 +250,13 @@ CLUSTER = 1
 # tiles of the causal tail outrunning two warps' quantizing (4x16x4096x128 causal 1.107 / 1.078,
 # 8x16x2048x64 causal 1.149-1.153 / 1.056-1.059): on without a diagonal at D=128 only.
 NVFP4_OFFLOAD = {(64, False): False, (64, True): False, (128, False): True, (128, True): False}
+# with NVFP4_OFFLOAD and two Q buffers: a consumer warpgroup whose last rows handed over are not
+# back yet quantizes its new rows itself instead of waiting (as without the offload), through
+# the tile's own Q buffer, which it then releases after the epilogue rather than before it (the
+# next Q to load there is the one after next). For the tails of short tiles where two warps'
+# quantizing falls behind (causal). A bool or a dict like TILES. Prepared in session 10 with no
+# device time left: compiled and CPU-tested only, not run on a GPU, so off.
+NVFP4_OFFLOAD_FALLBACK = False
 _EVICT_FIRST = 0x12F0000000000000  # the 64-bit L2 cache policies CUTLASS's TMA::CacheHintSm90 names
 _EVICT_LAST = 0x14F0000000000000
 SCORE_COLUMNS_CHECK_ALL = False  # score_columns checks every consumer thread (seconds a build; the tests)
@@ -381,10 +388,11 @@ class _FmhaSm90:
             self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas, self.fma_cols, self.order,
             self.mask_loops, self.section_bytes, self.p_smem, self.late_rescale, self.interleaved, self.mask_relative,
             self.stmatrix, tma_store, self.k_ahead, self.v_wait_late, self.cache_hints, self.q_stages, self.cluster,
-            nvfp4_offload,
+            nvfp4_offload, nvfp4_fallback,
         ) = config  # fmt: skip
         # NVFP4_OFFLOAD: O's quantization by QUANTIZER_THREADS of the producer warpgroup (nvfp4_out only)
         self.offload = nvfp4_offload and nvfp4_out and not group
+        self.fallback = self.offload and nvfp4_fallback  # NVFP4_OFFLOAD_FALLBACK
         self.tma_store = tma_store and not nvfp4_out and not group  # (TMA_STORE: the bf16/fp16 output only)
         self.persistent = self.max_ctas < 2**31 - 1
         self.dynamic = self.persistent and self.order == "dynamic"  # tiles drawn from a counter (fetch_tile)
@@ -462,7 +470,7 @@ class _FmhaSm90:
             bar_v: cute.struct.MemRange[cutlass.Int64, 2 * stages]
             next_tile: cute.struct.MemRange[I32, 2]  # ORDER "dynamic": the producer's hand-over
             bar_o: cute.struct.MemRange[cutlass.Int64, 2 * handoffs]  # NVFP4_OFFLOAD: (O rows given, taken back) a warpgroup
-            o_tiles: cute.struct.MemRange[I32, 4 * handoffs]  # and the rows' (batch, head, first row, the giver's phase)
+            o_tiles: cute.struct.MemRange[I32, 5 * handoffs]  # and (batch, head, first row, the giver's phase, handed over?)
             q: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout) * q_stages], 1024]
             o: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]  # O on its way out
             k: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
@@ -477,7 +485,7 @@ class _FmhaSm90:
                 bar_v: cute.struct.MemRange[cutlass.Int64, 2 * stages]
                 next_tile: cute.struct.MemRange[I32, 2]
                 bar_o: cute.struct.MemRange[cutlass.Int64, 2 * handoffs]
-                o_tiles: cute.struct.MemRange[I32, 4 * handoffs]
+                o_tiles: cute.struct.MemRange[I32, 5 * handoffs]
                 q: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout) * q_stages], 1024]
                 o: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]
                 k: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
@@ -622,9 +630,9 @@ class _FmhaSm90:
         sVt = cute.composition(sV, cute.make_ordered_layout((d, self.block_n, self.stages), order=(1, 0, 2)))  # (D, N, stage)
         handoff = None  # NVFP4_OFFLOAD: (the rows' coordinates, (field, warpgroup); the mbarriers)
         if cutlass.const_expr(self.offload):
-            handoff = (storage.o_tiles.get_tensor(cute.make_layout((4, self.consumer_wgs))), storage.bar_o.data_ptr())
+            handoff = (storage.o_tiles.get_tensor(cute.make_layout((5, self.consumer_wgs))), storage.bar_o.data_ptr(), sQ)
             if tidx == 0:
-                sTiles, bar_o = handoff
+                sTiles, bar_o = handoff[0], handoff[1]
                 for w in cutlass.range_constexpr(self.consumer_wgs):
                     cute.arch.mbarrier_init(bar_o + 2 * w, 1)  # rows given: the warpgroup's first thread, once they are in
                     cute.arch.mbarrier_init(bar_o + 2 * w + 1, QUANTIZER_THREADS)  # taken back: every quantizing thread
@@ -913,16 +921,26 @@ class _FmhaSm90:
         else:
             if cutlass.const_expr(self.dynamic):
                 next_tile = self.take_tile(sNext, n_tiles, wg)
-        # every S wgmma of this tile is complete: Q's buffer may take the next tile's
-        pipe_q.consumer_release(q_state)
-        q_state.advance()
+        # every S wgmma of this tile is complete: Q's buffer may take the next tile's (with
+        # NVFP4_OFFLOAD_FALLBACK once the epilogue, which may stage O's rows there, is done)
+        sQ_tile = None
+        if cutlass.const_expr(self.fallback):
+            sQ_tile = handoff[2][None, None, q_state.index]
+        else:
+            pipe_q.consumer_release(q_state)
+            q_state.advance()
         if cutlass.const_expr(self.group):
             self.partials_epilogue(acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mma_pv, ct, m0, batch * mK.shape[2] + kv_head, split)
         else:
             self.epilogue(
                 acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mSink, mCodes, mScales, mGlobal, sO, handoff, mma_pv, s2g, ct, wg, m0,
-                head, batch,
+                head, batch, sQ_tile,
             )  # fmt: skip
+        if cutlass.const_expr(self.fallback):
+            cute.arch.fence_proxy("async.shared", space="cta")  # this thread's uses of the buffer, before TMA writes it again
+            cute.arch.sync_warp()  # (every lane's, before its warp's arrive)
+            pipe_q.consumer_release(q_state)
+            q_state.advance()
         return q_state, state, next_tile
 
     @cute.jit
@@ -1385,9 +1403,11 @@ class _FmhaSm90:
         m0: I32,
         head: I32,
         batch: I32,
+        sQ_tile=None,  # NVFP4_OFFLOAD_FALLBACK: this tile's Q buffer, free for O's rows
     ):
         """Normalize O, write the LSE, and O through this warpgroup's rows of sO (or O as NVFP4,
-        quantized here or, with NVFP4_OFFLOAD, handed over to the quantizing warps)."""
+        quantized here or, with NVFP4_OFFLOAD, handed over to the quantizing warps; with the
+        fallback, quantized here through the tile's Q buffer while the last rows are not back)."""
         d = self.d
         sq = mO.shape[0]
         acc_O_mn = _mn_view(acc_O)
@@ -1409,10 +1429,13 @@ class _FmhaSm90:
             return
         r2s = _r2s_tiled_copy(self.dtype, mma_pv, self.stmatrix)
         thr_r2s = r2s.get_slice(ct)
+        if cutlass.const_expr(self.fallback):
+            self.hand_over_or_quantize(r2s, thr_r2s, rO, sO, sQ_tile, handoff, (mCodes, mScales, mGlobal), sq, ct, wg, m0, head, batch)
+            return
         # the warpgroup's rows of sO: every thread is done reading the previous tile's
         cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
         if cutlass.const_expr(self.offload):
-            sTiles, bar_o = handoff
+            sTiles, bar_o = handoff[0], handoff[1]
             cute.arch.mbarrier_wait(bar_o + 2 * wg + 1, sTiles[3, wg])  # and the quantizing warps with the last rows handed over
         self.copy_r2s(r2s, thr_r2s, rO, thr_r2s.partition_D(sO))
         if cutlass.const_expr(self.offload):
@@ -1469,13 +1492,41 @@ class _FmhaSm90:
                 cute.arch.cp_async_bulk_commit_group()
 
     @cute.jit
+    def hand_over_or_quantize(self, r2s, thr_r2s, rO: cute.Tensor, sO: cute.Tensor, sQ_tile: cute.Tensor, handoff, outputs, sq: I32, ct: I32, wg: I32, m0: I32, head: I32, batch: I32):
+        """NVFP4_OFFLOAD_FALLBACK, a consumer warpgroup's NVFP4 epilogue: its rows handed over
+        if the quantizing warps have given back the last ones (one thread tests, the warpgroup
+        follows its answer), else quantized here from this tile's Q buffer."""
+        sTiles, bar_o = handoff[0], handoff[1]
+        if ct % 128 == 0:
+            sTiles[4, wg] = cutlass.select_(cute.arch.mbarrier_test_wait(bar_o + 2 * wg + 1, sTiles[3, wg]), I32(1), I32(0))
+        cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
+        handing = sTiles[4, wg] != 0  # (one value for the warpgroup: read after the barrier)
+        first = m0 + wg * 64
+        if handing:
+            self.copy_r2s(r2s, thr_r2s, rO, thr_r2s.partition_D(sO))
+            if ct % 128 == 0:
+                sTiles[0, wg] = batch
+                sTiles[1, wg] = head
+                sTiles[2, wg] = first
+        else:
+            self.copy_r2s(r2s, thr_r2s, rO, thr_r2s.partition_D(sQ_tile))
+        cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
+        if handing:
+            if ct % 128 == 0:
+                sTiles[3, wg] = sTiles[3, wg] ^ 1
+                cute.arch.mbarrier_arrive(bar_o + 2 * wg)
+        else:
+            if first < sq:
+                store_nvfp4(cute.local_tile(sQ_tile, (64, self.d), (wg, 0)), outputs, batch, head, first // 64, sq - first, ct % 128, 128)
+
+    @cute.jit
     def quantize_handed_over(self, sO: cute.Tensor, handoff, outputs, sq: I32, qt: I32):
         """NVFP4_OFFLOAD, the quantizing warps of the producer warpgroup (this thread is `qt` of
         QUANTIZER_THREADS): each consumer warpgroup's rows of sO as it hands them over, tile
         after tile, as NVFP4 (`store_nvfp4`, a row a thread), each given back once quantized;
         until a hand-over without rows (first row -1, hand_over_end), the same for every
         warpgroup since they all take the same tiles."""
-        sTiles, bar_o = handoff
+        sTiles, bar_o = handoff[0], handoff[1]
         phase = I32(0)
         more = cutlass.Boolean(True)
         while more:
@@ -1494,7 +1545,7 @@ class _FmhaSm90:
     def hand_over_end(self, handoff, ct: I32, wg: I32):
         """NVFP4_OFFLOAD: a consumer warpgroup past its last tile tells the quantizing warps (a
         hand-over without rows), once they have given back its last rows."""
-        sTiles, bar_o = handoff
+        sTiles, bar_o = handoff[0], handoff[1]
         if ct % 128 == 0:
             cute.arch.mbarrier_wait(bar_o + 2 * wg + 1, sTiles[3, wg])
             sTiles[2, wg] = I32(-1)
@@ -1649,6 +1700,7 @@ class Config(NamedTuple):
     q_stages: int = 1  # Q_STAGES
     cluster: int = 1  # CLUSTER: CTAs that share each K/V tile by multicast
     nvfp4_offload: bool = False  # NVFP4_OFFLOAD (read only with the NVFP4 output)
+    nvfp4_fallback: bool = False  # NVFP4_OFFLOAD_FALLBACK (with NVFP4_OFFLOAD and two Q buffers)
 
 
 def _per_config(knob, head_dim: int, masked: bool):
@@ -1713,6 +1765,7 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
         q_stages,
         cluster,
         bool(_per_config(NVFP4_OFFLOAD, head_dim, masked)),
+        bool(_per_config(NVFP4_OFFLOAD, head_dim, masked)) and bool(_per_config(NVFP4_OFFLOAD_FALLBACK, head_dim, masked)) and q_stages == 2,
     )  # fmt: skip
 
 
