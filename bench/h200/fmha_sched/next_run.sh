@@ -19,7 +19,7 @@ case "${PART:-1}" in
   OUT="$OUT/c0" timeout 280 bash bench/h200/fmha_sched/ncu_stalls.sh 0
   OUT="$OUT/c2" timeout 280 bash bench/h200/fmha_sched/ncu_stalls.sh 2 ;;
 3)
-  mkdir -p "$OUT/r"
+  mkdir -p "$OUT/r" && cp bench/results.json "$OUT/r/results.json"  # (fmha_peers merges its fmha_* entries into it)
   timeout 420 python3 bench/fmha_peers.py --out "$OUT/r" --results "$OUT/r/results.json" > "$OUT/r/peers.log" 2>&1
   OUT="$OUT/suite" TEST_TIMEOUT=280 bash bench/h200/gpu_suite.sh ;;
 esac
