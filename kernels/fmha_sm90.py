@@ -628,7 +628,7 @@ class _FmhaSm90:
         if cutlass.const_expr(self.dynamic):
             sNext = storage.next_tile.get_tensor(cute.make_layout((2,)))
         sVt = cute.composition(sV, cute.make_ordered_layout((d, self.block_n, self.stages), order=(1, 0, 2)))  # (D, N, stage)
-        handoff = None  # NVFP4_OFFLOAD: (the rows' coordinates, (field, warpgroup); the mbarriers)
+        handoff = None  # NVFP4_OFFLOAD: (the rows' coordinates, (field, warpgroup); the mbarriers; the Q ring, for the fallback)
         if cutlass.const_expr(self.offload):
             handoff = (storage.o_tiles.get_tensor(cute.make_layout((5, self.consumer_wgs))), storage.bar_o.data_ptr(), sQ)
             if tidx == 0:
