@@ -462,6 +462,7 @@ class _FmhaSm90:
         stages = self.stages
         q_stages = self.q_stages
         handoffs = self.consumer_wgs if self.offload else 0  # NVFP4_OFFLOAD: one O hand-over a consumer warpgroup
+        fields = 5 if self.fallback else 4  # a hand-over's: batch, head, first row, the giver's phase (, handed over?)
 
         @cute.struct
         class Smem:
@@ -470,7 +471,7 @@ class _FmhaSm90:
             bar_v: cute.struct.MemRange[cutlass.Int64, 2 * stages]
             next_tile: cute.struct.MemRange[I32, 2]  # ORDER "dynamic": the producer's hand-over
             bar_o: cute.struct.MemRange[cutlass.Int64, 2 * handoffs]  # NVFP4_OFFLOAD: (O rows given, taken back) a warpgroup
-            o_tiles: cute.struct.MemRange[I32, 5 * handoffs]  # and (batch, head, first row, the giver's phase, handed over?)
+            o_tiles: cute.struct.MemRange[I32, fields * handoffs]  # and the hand-overs' fields
             q: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout) * q_stages], 1024]
             o: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]  # O on its way out
             k: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
@@ -485,7 +486,7 @@ class _FmhaSm90:
                 bar_v: cute.struct.MemRange[cutlass.Int64, 2 * stages]
                 next_tile: cute.struct.MemRange[I32, 2]
                 bar_o: cute.struct.MemRange[cutlass.Int64, 2 * handoffs]
-                o_tiles: cute.struct.MemRange[I32, 5 * handoffs]
+                o_tiles: cute.struct.MemRange[I32, fields * handoffs]
                 q: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout) * q_stages], 1024]
                 o: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]
                 k: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
@@ -630,7 +631,8 @@ class _FmhaSm90:
         sVt = cute.composition(sV, cute.make_ordered_layout((d, self.block_n, self.stages), order=(1, 0, 2)))  # (D, N, stage)
         handoff = None  # NVFP4_OFFLOAD: (the rows' coordinates, (field, warpgroup); the mbarriers; the Q ring, for the fallback)
         if cutlass.const_expr(self.offload):
-            handoff = (storage.o_tiles.get_tensor(cute.make_layout((5, self.consumer_wgs))), storage.bar_o.data_ptr(), sQ)
+            fields = 5 if self.fallback else 4  # (as in __call__'s Smem)
+            handoff = (storage.o_tiles.get_tensor(cute.make_layout((fields, self.consumer_wgs))), storage.bar_o.data_ptr(), sQ)
             if tidx == 0:
                 sTiles, bar_o = handoff[0], handoff[1]
                 for w in cutlass.range_constexpr(self.consumer_wgs):
@@ -1522,24 +1524,42 @@ class _FmhaSm90:
     @cute.jit
     def quantize_handed_over(self, sO: cute.Tensor, handoff, outputs, sq: I32, qt: I32):
         """NVFP4_OFFLOAD, the quantizing warps of the producer warpgroup (this thread is `qt` of
-        QUANTIZER_THREADS): each consumer warpgroup's rows of sO as it hands them over, tile
-        after tile, as NVFP4 (`store_nvfp4`, a row a thread), each given back once quantized;
-        until a hand-over without rows (first row -1, hand_over_end), the same for every
-        warpgroup since they all take the same tiles."""
-        sTiles, bar_o = handoff[0], handoff[1]
+        QUANTIZER_THREADS): each consumer warpgroup's rows of sO as it hands them over, as
+        NVFP4, in rounds of one hand-over a warpgroup (its k-th in round k), until a hand-over
+        without rows (first row -1, hand_over_end). Without NVFP4_OFFLOAD_FALLBACK every
+        warpgroup hands over every tile, so they end in the same round; with it a warpgroup
+        keeps some tiles' rows, its k-th hand-over need not be of the others' tile, and one
+        that has ended is not waited for again."""
         phase = I32(0)
-        more = cutlass.Boolean(True)
-        while more:
-            for w in cutlass.range_constexpr(self.consumer_wgs):
-                cute.arch.mbarrier_wait(bar_o + 2 * w, phase)
-                first = sTiles[2, w]
-                if first >= 0:
-                    if first < sq:
-                        rows = cute.local_tile(sO, (64, self.d), (w, 0))
-                        store_nvfp4(rows, outputs, sTiles[0, w], sTiles[1, w], first // 64, sq - first, qt, QUANTIZER_THREADS, False)
-                more = first >= 0
-                cute.arch.mbarrier_arrive(bar_o + 2 * w + 1)
-            phase = phase ^ 1
+        if cutlass.const_expr(not self.fallback):
+            more = cutlass.Boolean(True)
+            while more:
+                for w in cutlass.range_constexpr(self.consumer_wgs):
+                    more = self.quantize_rows(sO, handoff, outputs, sq, qt, w, phase) >= 0
+                phase = phase ^ 1
+        else:
+            everyone = (1 << self.consumer_wgs) - 1
+            ended = I32(0)  # the warpgroups past their last hand-over, a bit each
+            while ended != everyone:
+                for w in cutlass.range_constexpr(self.consumer_wgs):
+                    if (ended >> w) & 1 == 0:
+                        if self.quantize_rows(sO, handoff, outputs, sq, qt, w, phase) < 0:
+                            ended = ended | (1 << w)
+                phase = phase ^ 1
+
+    @cute.jit
+    def quantize_rows(self, sO: cute.Tensor, handoff, outputs, sq: I32, qt: I32, w: cutlass.Constexpr, phase: I32) -> I32:
+        """NVFP4_OFFLOAD: the next rows warpgroup `w` hands over (phase `phase`), as NVFP4 (a row a
+        thread, `store_nvfp4`), given back; returns their first row (-1: no rows, the last)."""
+        sTiles, bar_o = handoff[0], handoff[1]
+        cute.arch.mbarrier_wait(bar_o + 2 * w, phase)
+        first = sTiles[2, w]
+        if first >= 0:
+            if first < sq:
+                rows = cute.local_tile(sO, (64, self.d), (w, 0))
+                store_nvfp4(rows, outputs, sTiles[0, w], sTiles[1, w], first // 64, sq - first, qt, QUANTIZER_THREADS, False)
+        cute.arch.mbarrier_arrive(bar_o + 2 * w + 1)
+        return first
 
     @cute.jit
     def hand_over_end(self, handoff, ct: I32, wg: I32):
