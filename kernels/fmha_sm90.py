@@ -254,8 +254,9 @@ NVFP4_OFFLOAD = {(64, False): False, (64, True): False, (128, False): True, (128
 # back yet quantizes its new rows itself instead of waiting (as without the offload), through
 # the tile's own Q buffer, which it then releases after the epilogue rather than before it (the
 # next Q to load there is the one after next). For the tails of short tiles where two warps'
-# quantizing falls behind (causal). A bool or a dict like TILES. Prepared in session 10 with no
-# device time left: compiled and CPU-tested only, not run on a GPU, so off.
+# quantizing falls behind (causal). A bool or a dict like TILES ("always": the consumers keep
+# every tile's rows, a test of that path). Prepared in session 10 with no device time left:
+# compiled and CPU-tested only, not run on a GPU, so off.
 NVFP4_OFFLOAD_FALLBACK = False
 _EVICT_FIRST = 0x12F0000000000000  # the 64-bit L2 cache policies CUTLASS's TMA::CacheHintSm90 names
 _EVICT_LAST = 0x14F0000000000000
@@ -392,7 +393,8 @@ class _FmhaSm90:
         ) = config  # fmt: skip
         # NVFP4_OFFLOAD: O's quantization by QUANTIZER_THREADS of the producer warpgroup (nvfp4_out only)
         self.offload = nvfp4_offload and nvfp4_out and not group
-        self.fallback = self.offload and nvfp4_fallback  # NVFP4_OFFLOAD_FALLBACK
+        self.fallback = self.offload and bool(nvfp4_fallback)  # NVFP4_OFFLOAD_FALLBACK
+        self.fallback_always = self.fallback and nvfp4_fallback == "always"
         self.tma_store = tma_store and not nvfp4_out and not group  # (TMA_STORE: the bf16/fp16 output only)
         self.persistent = self.max_ctas < 2**31 - 1
         self.dynamic = self.persistent and self.order == "dynamic"  # tiles drawn from a counter (fetch_tile)
@@ -1500,7 +1502,10 @@ class _FmhaSm90:
         follows its answer), else quantized here from this tile's Q buffer."""
         sTiles, bar_o = handoff[0], handoff[1]
         if ct % 128 == 0:
-            sTiles[4, wg] = cutlass.select_(cute.arch.mbarrier_test_wait(bar_o + 2 * wg + 1, sTiles[3, wg]), I32(1), I32(0))
+            if cutlass.const_expr(self.fallback_always):
+                sTiles[4, wg] = I32(0)  # ("always": a test of the kept rows' path)
+            else:
+                sTiles[4, wg] = cutlass.select_(cute.arch.mbarrier_test_wait(bar_o + 2 * wg + 1, sTiles[3, wg]), I32(1), I32(0))
         cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
         handing = sTiles[4, wg] != 0  # (one value for the warpgroup: read after the barrier)
         first = m0 + wg * 64
@@ -1720,7 +1725,7 @@ class Config(NamedTuple):
     q_stages: int = 1  # Q_STAGES
     cluster: int = 1  # CLUSTER: CTAs that share each K/V tile by multicast
     nvfp4_offload: bool = False  # NVFP4_OFFLOAD (read only with the NVFP4 output)
-    nvfp4_fallback: bool = False  # NVFP4_OFFLOAD_FALLBACK (with NVFP4_OFFLOAD and two Q buffers)
+    nvfp4_fallback: bool | str = False  # NVFP4_OFFLOAD_FALLBACK (with NVFP4_OFFLOAD and two Q buffers; or "always")
 
 
 def _per_config(knob, head_dim: int, masked: bool):
@@ -1785,7 +1790,7 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
         q_stages,
         cluster,
         bool(_per_config(NVFP4_OFFLOAD, head_dim, masked)),
-        bool(_per_config(NVFP4_OFFLOAD, head_dim, masked)) and bool(_per_config(NVFP4_OFFLOAD_FALLBACK, head_dim, masked)) and q_stages == 2,
+        (bool(_per_config(NVFP4_OFFLOAD, head_dim, masked)) and q_stages == 2 and _per_config(NVFP4_OFFLOAD_FALLBACK, head_dim, masked)) or False,
     )  # fmt: skip
 
 
