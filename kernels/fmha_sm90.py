@@ -122,11 +122,11 @@ TURN_BARRIER = 5  # named barriers 5, 6 (, 7): PINGPONG's turns, one per consume
 # -> consumer warpgroup wg) and 9 + 2 wg (wg has read it: wg -> producer), one pair per consumer
 # so that the consumers do not wait for each other at tile boundaries
 TILE_FULL_BARRIER = 8
+TILE_EMPTY_BARRIER = 9
+HANDOVER_THREADS = 32 + 128  # the producer warp and one consumer warpgroup
 # NVFP4_OFFLOAD: the producer warpgroup's warps 1 and 2 quantize O (warp 0 issues the loads)
 QUANTIZER_WARPS = (1, 2)
 QUANTIZER_THREADS = 32 * len(QUANTIZER_WARPS)  # one row of a warpgroup's 64 a thread
-TILE_EMPTY_BARRIER = 9
-HANDOVER_THREADS = 32 + 128  # the producer warp and one consumer warpgroup
 # one CTA per SM walks the tiles (FA3's persistent scheduling, static order): the producer
 # loads the next tile's K/V (and Q, which has a buffer apart from O's) while the consumers
 # finish the current tile. The S fill before a tile's first S wgmma keeps ptxas from
@@ -221,7 +221,7 @@ V_WAIT_LATE = {(64, False): True, (64, True): False, (128, False): False, (128, 
 # (read once). A bool or a dict like TILES. H200 (s9/ch, two passes, TFLOP/s, against False):
 # 4x16x4096x128 690 / 697, the other prefill rows and the decode rows within the noise: off.
 CACHE_HINTS = False
-# K and V shared by a cluster of CTAS_PER_CLUSTER CTAs (FA3's ClusterM = 2, taken for head dims
+# K and V shared by a cluster of CLUSTER CTAs (FA3's ClusterM = 2, taken for head dims
 # >= 128 without a causal/window mask: hopper/flash_fwd_launch_template.h): the CTAs of a
 # cluster take adjacent query tiles of one head, each loads 1/CLUSTER of every K and V tile and
 # the TMA multicasts it into every CTA of the cluster, so each K/V tile crosses from L2 once per
@@ -395,6 +395,9 @@ class _FmhaSm90:
         self.offload = nvfp4_offload and nvfp4_out and not group
         self.fallback = self.offload and bool(nvfp4_fallback)  # NVFP4_OFFLOAD_FALLBACK
         self.fallback_always = self.fallback and nvfp4_fallback == "always"
+        # a hand-over's fields in shared memory: batch, head, first row, the giver's phase (and,
+        # with the fallback, whether this tile's rows were handed over)
+        self.handoff_fields = 5 if self.fallback else 4
         self.tma_store = tma_store and not nvfp4_out and not group  # (TMA_STORE: the bf16/fp16 output only)
         self.persistent = self.max_ctas < 2**31 - 1
         self.dynamic = self.persistent and self.order == "dynamic"  # tiles drawn from a counter (fetch_tile)
@@ -464,7 +467,7 @@ class _FmhaSm90:
         stages = self.stages
         q_stages = self.q_stages
         handoffs = self.consumer_wgs if self.offload else 0  # NVFP4_OFFLOAD: one O hand-over a consumer warpgroup
-        fields = 5 if self.fallback else 4  # a hand-over's: batch, head, first row, the giver's phase (, handed over?)
+        fields = self.handoff_fields
 
         @cute.struct
         class Smem:
@@ -633,8 +636,7 @@ class _FmhaSm90:
         sVt = cute.composition(sV, cute.make_ordered_layout((d, self.block_n, self.stages), order=(1, 0, 2)))  # (D, N, stage)
         handoff = None  # NVFP4_OFFLOAD: (the rows' coordinates, (field, warpgroup); the mbarriers; the Q ring, for the fallback)
         if cutlass.const_expr(self.offload):
-            fields = 5 if self.fallback else 4  # (as in __call__'s Smem)
-            handoff = (storage.o_tiles.get_tensor(cute.make_layout((fields, self.consumer_wgs))), storage.bar_o.data_ptr(), sQ)
+            handoff = (storage.o_tiles.get_tensor(cute.make_layout((self.handoff_fields, self.consumer_wgs))), storage.bar_o.data_ptr(), sQ)
             if tidx == 0:
                 sTiles, bar_o = handoff[0], handoff[1]
                 for w in cutlass.range_constexpr(self.consumer_wgs):
