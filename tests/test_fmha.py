@@ -637,8 +637,6 @@ def test_wgmma_cluster_compiles(tmp_path, monkeypatch):
     CTA's stages: remote mbarrier arrives) and the one-CTA build for launches whose query tiles
     a head are odd (no multicast, no remote arrive, the same body as CLUSTER = 1); with a
     diagonal the configuration keeps one CTA, and the dynamic order is refused."""
-    import re
-
     sm90 = _fmha().fmha_sm90
     monkeypatch.setattr(sm90, "CLUSTER", 2)
     for d in (64, 128):
