@@ -1764,9 +1764,14 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
         """Barriers (the first kilobyte), Q's buffers, O, the K and V rings, P's tile (P_SMEM)."""
         return 1024 + (q_buffers + 1) * block_m * head_dim * 2 + 2 * stages * block_n * head_dim * 2 + (block_m * block_n * 2 if p_smem else 0)
 
-    cluster = 1 if masked else _per_config(CLUSTER, head_dim, masked)
+    cluster = _per_config(CLUSTER, head_dim, masked)
     if cluster not in (1, 2):
         raise ValueError(f"CLUSTER must be 1 or 2 (or a dict of them like TILES), not {CLUSTER!r}")
+    cluster = 1 if masked else cluster  # (a diagonal: the cluster's tiles would visit different key blocks)
+    offload = bool(_per_config(NVFP4_OFFLOAD, head_dim, masked))
+    fallback = _per_config(NVFP4_OFFLOAD_FALLBACK, head_dim, masked)
+    if fallback not in (False, True, "always"):
+        raise ValueError(f"NVFP4_OFFLOAD_FALLBACK must be False, True or 'always' (or a dict of them like TILES), not {NVFP4_OFFLOAD_FALLBACK!r}")
     if cluster > 1 and persistent and order == "dynamic":
         raise ValueError("CLUSTER > 1 takes a static ORDER ('stride' or 'snake'): the dynamic order draws a tile per CTA, not per cluster")
     if q_stages == 2 and smem_bytes(2) > SHARED_MEMORY_BYTES:
@@ -1791,8 +1796,8 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
         bool(_per_config(CACHE_HINTS, head_dim, masked)),
         q_stages,
         cluster,
-        bool(_per_config(NVFP4_OFFLOAD, head_dim, masked)),
-        (bool(_per_config(NVFP4_OFFLOAD, head_dim, masked)) and q_stages == 2 and _per_config(NVFP4_OFFLOAD_FALLBACK, head_dim, masked)) or False,
+        offload,
+        fallback if offload and q_stages == 2 else False,
     )  # fmt: skip
 
 

@@ -654,6 +654,10 @@ def test_wgmma_cluster_compiles(tmp_path, monkeypatch):
     monkeypatch.setattr(sm90, "ORDER", "dynamic")
     with pytest.raises(ValueError, match="static ORDER"):
         sm90.config_for(128, False, False)
+    monkeypatch.setattr(sm90, "CLUSTER", 4)  # not a size it builds: refused, with a diagonal too
+    for masked in (False, True):
+        with pytest.raises(ValueError, match="CLUSTER must be 1 or 2"):
+            sm90.config_for(128, False, masked)
 
 
 @pytest.mark.gpu

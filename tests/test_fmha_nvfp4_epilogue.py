@@ -139,6 +139,9 @@ def test_offload_fallback_compiles(tmp_path, monkeypatch):
     assert "mbarrier.test_wait" not in ptx
     monkeypatch.setattr(fmha_sm90, "Q_STAGES", 1)
     assert not fmha_sm90.config_for(128, False, True).nvfp4_fallback
+    monkeypatch.setattr(fmha_sm90, "NVFP4_OFFLOAD_FALLBACK", "sometimes")  # a value it does not know: refused
+    with pytest.raises(ValueError, match="NVFP4_OFFLOAD_FALLBACK must be"):
+        fmha_sm90.config_for(128, False, True)
 
 
 @pytest.mark.gpu
