@@ -103,6 +103,8 @@ def _cand(d64c=(128, 128), **knobs):
 # (a name may carry a suffix "#2" to time the same variant again later in the run)
 _D64_ONLY = {(64, False): True, (64, True): True, (128, False): False, (128, True): False}
 _D64_UNMASKED = {(64, False): True, (64, True): False, (128, False): False, (128, True): False}
+_D128_UNMASKED = {(64, False): False, (64, True): False, (128, False): True, (128, True): False}
+_T_NOW = {(64, False): (192, 128), (64, True): (192, 128), (128, False): (128, 128), (128, True): (128, 128)}  # TILES since session 8
 _DYN_DIAG = {(64, False): "snake", (64, True): "dynamic", (128, False): "snake", (128, True): "dynamic"}
 _D64C_192 = {"MASK_RELATIVE": True, "TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)},
              "SOFTMAX_INTERLEAVED": {(64, False): True, (64, True): False, (128, False): False, (128, True): False}}
@@ -228,6 +230,13 @@ VARIANTS = {
     "nvfp4_fallback": {"NVFP4_OFFLOAD": True, "NVFP4_OFFLOAD_FALLBACK": True},
     "nvfp4_fallback128": {"NVFP4_OFFLOAD": {(64, False): False, (64, True): False, (128, False): True, (128, True): True},
                           "NVFP4_OFFLOAD_FALLBACK": True},
+    # session 11: O's buffer over the V ring (FA3's layout), which makes room for FA3's 128 x 176 at
+    # D=128 without a mask (one Q buffer) or 128 x 160 with two; the NVFP4 build keeps 128 x 128
+    "o_in_v": {"O_IN_V": _D128_UNMASKED},
+    "o_in_v176": {"O_IN_V": _D128_UNMASKED, "TILES": {**_T_NOW, (128, False): (128, 176)}, "NVFP4_TILES": {(128, False): (128, 128)}},
+    "o_in_v160": {"O_IN_V": _D128_UNMASKED, "TILES": {**_T_NOW, (128, False): (128, 160)}, "NVFP4_TILES": {(128, False): (128, 128)}},
+    "o_in_v176_pp": {"O_IN_V": _D128_UNMASKED, "TILES": {**_T_NOW, (128, False): (128, 176)}, "NVFP4_TILES": {(128, False): (128, 128)},
+                     "PINGPONG": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
     "d128_160_persistent": {"TILES": {**_T128, (128, False): (128, 160)},
                             "PERSISTENT": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
 }
@@ -423,7 +432,7 @@ def variants(torch, names, rows: list, cases=VARIANT_CASES):
     from kernels import fmha_decode
 
     decode_saved = {"COMBINE_PDL": fmha_decode.COMBINE_PDL}  # knobs of kernels.fmha_decode a variant may name as "fmha_decode.X"
-    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES", "P_SMEM", "LATE_RESCALE", "SOFTMAX_INTERLEAVED", "MASK_RELATIVE", "STMATRIX", "TMA_STORE", "K_AHEAD", "V_WAIT_LATE", "CACHE_HINTS", "Q_STAGES", "CLUSTER", "NVFP4_OFFLOAD", "NVFP4_OFFLOAD_FALLBACK")}
+    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES", "P_SMEM", "LATE_RESCALE", "SOFTMAX_INTERLEAVED", "MASK_RELATIVE", "STMATRIX", "TMA_STORE", "K_AHEAD", "V_WAIT_LATE", "CACHE_HINTS", "Q_STAGES", "CLUSTER", "NVFP4_OFFLOAD", "NVFP4_OFFLOAD_FALLBACK", "O_IN_V", "NVFP4_TILES")}
     for name in names:
         knobs = VARIANTS[name.split("#")[0]]
         try:

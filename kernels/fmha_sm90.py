@@ -87,6 +87,9 @@ TILES = {
     (128, True): (128, 128),
 }
 TILE_OVERRIDE = None  # (BLOCK_M, BLOCK_N) for every configuration: the knob sweep's
+# the NVFP4 output's tile where it differs from TILES: its epilogue quantizes from O's own
+# buffer (no TMA_STORE, so no O_IN_V), beside which a tile needing O_IN_V does not fit
+NVFP4_TILES = {}
 # K/V shared-memory ring depth (D=128: Q 32 KB + O 32 KB + 2 x (K 32 KB + V 32 KB)); an int or a
 # dict like TILES. D=64 has room for 3: within +-1% of 2 (bench/h200/fmha_sched/run9)
 STAGES = 2
@@ -117,6 +120,7 @@ INTRA_WG_OVERLAP = True
 # 684). D=64 causal (192 x 128) with SECTION_BYTES: 457-459 against 452-453, 16x8x2048 378 / 372-373.
 PINGPONG = {(64, False): True, (64, True): True, (128, False): False, (128, True): False}
 EPILOGUE_BARRIER = 1  # named barriers 1.. : one per consumer warpgroup (its O rows in shared memory)
+V_FREE_BARRIER = 4  # O_IN_V: every consumer warpgroup's last P V of the tile is complete (V's ring may take O)
 TURN_BARRIER = 5  # named barriers 5, 6 (, 7): PINGPONG's turns, one per consumer
 # ORDER "dynamic": named barriers 8 + 2 wg (the next tile's index is in shared memory: producer
 # -> consumer warpgroup wg) and 9 + 2 wg (wg has read it: wg -> producer), one pair per consumer
@@ -202,6 +206,14 @@ STMATRIX = {(64, False): True, (64, True): True, (128, False): False, (128, True
 # without one. (The scheduler barrier beside it at D=128 without a mask: 8x32x1024 +0.7%,
 # 1x32x16384 -1%; not kept, tma128_pp in r3.)
 TMA_STORE = {(64, False): True, (64, True): True, (128, False): True, (128, True): False}
+# O's shared-memory buffer laid over the V ring (FA3's layout: its epilogue storage in a union
+# with the mainloop's, smem_o at the start of smem_v), with TMA_STORE and the bf16/fp16 output:
+# the consumer warpgroups meet (V_FREE_BARRIER) once all of them have completed the tile's last
+# P V, write O there, and each warpgroup's storing thread, once its TMA store has read its rows,
+# arrives at an mbarrier (O_FREE) that the producer waits on before the next tile's first V
+# load (its K and Q load meanwhile). It frees O's 32 KB at D=128: room for FA3's 128 x 176 tiles
+# (two K/V stages of 44 KB and one Q buffer: 208 KB). A bool or a dict like TILES.
+O_IN_V = False
 # the producer's load order: False, a tile's Q, then K and V of each key block in turn; True,
 # FA3's order with its intra-warpgroup overlap (hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp): the
 # tile's first K, then Q, then K of each block before the V of the block before it, the order in
@@ -389,7 +401,7 @@ class _FmhaSm90:
             self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas, self.fma_cols, self.order,
             self.mask_loops, self.section_bytes, self.p_smem, self.late_rescale, self.interleaved, self.mask_relative,
             self.stmatrix, tma_store, self.k_ahead, self.v_wait_late, self.cache_hints, self.q_stages, self.cluster,
-            nvfp4_offload, nvfp4_fallback,
+            nvfp4_offload, nvfp4_fallback, o_in_v,
         ) = config  # fmt: skip
         # NVFP4_OFFLOAD: O's quantization by QUANTIZER_THREADS of the producer warpgroup (nvfp4_out only)
         self.offload = nvfp4_offload and nvfp4_out and not group
@@ -399,6 +411,7 @@ class _FmhaSm90:
         # with the fallback, whether this tile's rows were handed over)
         self.handoff_fields = 5 if self.fallback else 4
         self.tma_store = tma_store and not nvfp4_out and not group  # (TMA_STORE: the bf16/fp16 output only)
+        self.o_in_v = o_in_v and self.tma_store  # O_IN_V: O's buffer over V's ring
         self.persistent = self.max_ctas < 2**31 - 1
         self.dynamic = self.persistent and self.order == "dynamic"  # tiles drawn from a counter (fetch_tile)
         self.consumer_wgs = self.block_m // 64
@@ -468,6 +481,8 @@ class _FmhaSm90:
         q_stages = self.q_stages
         handoffs = self.consumer_wgs if self.offload else 0  # NVFP4_OFFLOAD: one O hand-over a consumer warpgroup
         fields = self.handoff_fields
+        o_free = 1 if self.o_in_v else 0  # O_IN_V: the mbarrier O's readers arrive at
+        o_elems = 0 if self.o_in_v else cute.cosize(sQ_layout)  # (O_IN_V: O lives in V's ring)
 
         @cute.struct
         class Smem:
@@ -477,8 +492,9 @@ class _FmhaSm90:
             next_tile: cute.struct.MemRange[I32, 2]  # ORDER "dynamic": the producer's hand-over
             bar_o: cute.struct.MemRange[cutlass.Int64, 2 * handoffs]  # NVFP4_OFFLOAD: (O rows given, taken back) a warpgroup
             o_tiles: cute.struct.MemRange[I32, fields * handoffs]  # and the hand-overs' fields
+            bar_o_free: cute.struct.MemRange[cutlass.Int64, o_free]  # O_IN_V: O's TMA stores have read it
             q: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout) * q_stages], 1024]
-            o: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]  # O on its way out
+            o: cute.struct.Align[cute.struct.MemRange[dt, o_elems], 1024]  # O on its way out
             k: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
             v: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
 
@@ -492,8 +508,9 @@ class _FmhaSm90:
                 next_tile: cute.struct.MemRange[I32, 2]
                 bar_o: cute.struct.MemRange[cutlass.Int64, 2 * handoffs]
                 o_tiles: cute.struct.MemRange[I32, fields * handoffs]
+                bar_o_free: cute.struct.MemRange[cutlass.Int64, o_free]
                 q: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout) * q_stages], 1024]
-                o: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]
+                o: cute.struct.Align[cute.struct.MemRange[dt, o_elems], 1024]
                 k: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
                 v: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
                 p: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(_smem_layout(dt, self.block_m, self.block_n))], 1024]
@@ -624,7 +641,14 @@ class _FmhaSm90:
         sQ_ring = _smem_layout(self.dtype, self.block_m, d, self.q_stages)  # (M, D, Q_STAGES)
         sQ = storage.q.get_tensor(sQ_ring.outer, swizzle=sQ_ring.inner)
         sO = sQ  # (packed split: no O buffer, the partials go out from registers)
-        if cutlass.const_expr(self.tma_store):
+        o_free = None  # O_IN_V: the mbarrier of O's stores having read it, once a tile (the producer waits on it)
+        if cutlass.const_expr(self.o_in_v):
+            sO = storage.v.get_tensor(self.o_stages().outer, swizzle=self.o_stages().inner)  # (64, D, warpgroup) over V's ring
+            o_free = storage.bar_o_free.data_ptr()
+            if tidx == 0:
+                cute.arch.mbarrier_init(o_free, self.consumer_wgs)  # each consumer warpgroup's storing thread
+                cute.arch.mbarrier_init_fence()  # (the pipelines' creation below synchronizes the CTA)
+        elif cutlass.const_expr(self.tma_store):
             sO = storage.o.get_tensor(self.o_stages().outer, swizzle=self.o_stages().inner)  # (64, D, warpgroup)
         elif cutlass.const_expr(not self.group):
             sO = storage.o.get_tensor(sQ_layout.outer, swizzle=sQ_layout.inner)
@@ -675,7 +699,7 @@ class _FmhaSm90:
                 state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
                 load = functools.partial(
                     self.load_tile, m_tiles, num_splits, mQ, mK, mV, tma_q, tma_k, tma_v, sQ, sK, sV, pipe_q, pipe_k, pipe_v,
-                    left, right, rank, cluster,
+                    left, right, rank, cluster, o_free,
                 )  # fmt: skip
                 if cutlass.const_expr(self.dynamic):
                     tile = first_tile
@@ -727,8 +751,8 @@ class _FmhaSm90:
                     cute.arch.barrier_arrive(barrier_id=TURN_BARRIER, number_of_threads=256)  # the first turn is the first consumer's
             compute = functools.partial(
                 self.compute_tile, m_tiles, num_splits, mQ, mK, mO, mLSE, mSink, mCodes, mScales, mGlobal, scale_log2, left, right,
-                pipe_q, pipe_k, pipe_v, mma_qk, mma_pv, s2g, sO, handoff, sNext, n_tiles, tSrQ, tSrK, tOrVt, acc_O, acc_S, rP,
-                corr, row_max, row_sum, tScS, ct, wg,
+                pipe_q, pipe_k, pipe_v, mma_qk, mma_pv, s2g, sO, handoff, o_free, sNext, n_tiles, tSrQ, tSrK, tOrVt, acc_O, acc_S,
+                rP, corr, row_max, row_sum, tScS, ct, wg,
             )  # fmt: skip
             if cutlass.const_expr(self.dynamic):
                 cute.arch.barrier_arrive(barrier_id=TILE_EMPTY_BARRIER + 2 * wg, number_of_threads=HANDOVER_THREADS)  # the slot starts empty
@@ -769,14 +793,17 @@ class _FmhaSm90:
         right: I32,
         rank: I32,
         cluster: cutlass.Constexpr,
+        o_free,
         tile: I32,
         q_state,
         state,
     ):
         """The producer's loads for one tile: Q once (when the consumers are done with the last
         one), then K and V, last key block first. The K/V ring runs on across tiles, so a
-        persistent CTA's next tile starts loading while its consumers finish this one."""
+        persistent CTA's next tile starts loading while its consumers finish this one (with
+        O_IN_V its V only once the last tile's O, in V's ring, has been stored)."""
         d = self.d
+        tiles_before = q_state.count  # (O_IN_V: this CTA's tiles loaded before this one)
         m_block, head, batch, kv_head, n_block_max, n_blocks, _ = self.tile_coords(tile, m_tiles, num_splits, mQ, mK, left, right)
         gQ = cute.local_tile(mQ[None, None, head, batch], (self.block_m, d), (m_block, 0))
         gK = cute.local_tile(mK[None, None, kv_head, batch], (self.block_n, d), (None, 0))
@@ -795,6 +822,7 @@ class _FmhaSm90:
             pipe_q.producer_acquire(q_state)
             cute.copy(tma_q, tQg, tQs[None, q_state.index], tma_bar_ptr=pipe_q.producer_get_barrier(q_state), **q_hint)
             q_state.advance()
+            self.wait_o_stored(o_free, tiles_before)
             for it in cutlass.range(n_blocks, unroll=1):
                 n_block = n_block_max - 1 - it
                 pipe_k.producer_acquire(state)
@@ -813,6 +841,7 @@ class _FmhaSm90:
             pipe_q.producer_acquire(q_state)
             cute.copy(tma_q, tQg, tQs[None, q_state.index], tma_bar_ptr=pipe_q.producer_get_barrier(q_state), **q_hint)
             q_state.advance()
+            self.wait_o_stored(o_free, tiles_before)
             for it in cutlass.range(1, n_blocks, unroll=1):
                 v_state = state.clone()
                 state.advance()
@@ -825,6 +854,16 @@ class _FmhaSm90:
                 cute.copy(tma_v, tVg[None, n_block_max - n_blocks], tVs[None, state.index], tma_bar_ptr=pipe_v.producer_get_barrier(state), **kv_hint)
                 state.advance()
         return q_state, state
+
+    @cute.jit
+    def wait_o_stored(self, o_free, tiles_before: I32):
+        """O_IN_V: before a tile's first V load, wait until the last tile's O (in V's ring) has
+        been read by its TMA stores: completion tiles_before - 1 of o_free. Waited for every tile
+        after the first, whether or not it loads a V, so that the consumers are never two
+        completions ahead of this wait (parity would then mistake one for the other)."""
+        if cutlass.const_expr(self.o_in_v):
+            if tiles_before > 0:
+                cute.arch.mbarrier_wait(o_free, (tiles_before - 1) % 2)
 
     @cute.jit
     def compute_tile(
@@ -850,6 +889,7 @@ class _FmhaSm90:
         s2g: cute.CopyAtom,  # (a TiledCopy; with TMA_STORE the TMA store atom)
         sO: cute.Tensor,
         handoff,
+        o_free,
         sNext,
         n_tiles: I32,
         tSrQ: cute.Tensor,
@@ -940,7 +980,7 @@ class _FmhaSm90:
         else:
             self.epilogue(
                 acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mSink, mCodes, mScales, mGlobal, sO, handoff, mma_pv, s2g, ct, wg, m0,
-                head, batch, sQ_tile,
+                head, batch, sQ_tile, o_free,
             )  # fmt: skip
         if cutlass.const_expr(self.fallback):
             cute.arch.fence_proxy("async.shared", space="cta")  # this thread's uses of the buffer, before TMA writes it again
@@ -1410,6 +1450,7 @@ class _FmhaSm90:
         head: I32,
         batch: I32,
         sQ_tile=None,  # NVFP4_OFFLOAD_FALLBACK: this tile's Q buffer, free for O's rows
+        o_free=None,  # O_IN_V: the mbarrier the producer waits on before loading V again
     ):
         """Normalize O, write the LSE, and O through this warpgroup's rows of sO (or O as NVFP4,
         quantized here or, with NVFP4_OFFLOAD, handed over to the quantizing warps; with the
@@ -1431,7 +1472,7 @@ class _FmhaSm90:
         rO = cute.make_fragment_like(acc_O, self.dtype)
         rO.store(acc_O.load().to(self.dtype))
         if cutlass.const_expr(self.tma_store):
-            self.tma_store_epilogue(rO, mO, sO, s2g, ct, wg, m0, head, batch)
+            self.tma_store_epilogue(rO, mO, sO, s2g, ct, wg, m0, head, batch, o_free)
             return
         r2s = _r2s_tiled_copy(self.dtype, mma_pv, self.stmatrix)
         thr_r2s = r2s.get_slice(ct)
@@ -1475,18 +1516,28 @@ class _FmhaSm90:
 
 
     @cute.jit
-    def tma_store_epilogue(self, rO: cute.Tensor, mO: cute.Tensor, sO: cute.Tensor, tma_o: cute.CopyAtom, ct: I32, wg: I32, m0: I32, head: I32, batch: I32):
+    def tma_store_epilogue(
+        self, rO: cute.Tensor, mO: cute.Tensor, sO: cute.Tensor, tma_o: cute.CopyAtom, ct: I32, wg: I32, m0: I32, head: I32, batch: I32,
+        o_free=None,
+    ):  # fmt: skip
         """TMA_STORE: this warpgroup's O (rO, bf16/fp16) into its own 64 x D stage of sO, then one
         thread stores the stage with TMA (rows past Sq are not written: TMA clips them) and the
-        next tile's epilogue waits only until that store has read the stage."""
+        next tile's epilogue waits only until that store has read the stage. O_IN_V: sO lies over
+        V's ring, written once every consumer warpgroup is done with V, and the storing thread
+        waits for its store's reads at once, then tells the producer (o_free)."""
         d = self.d
         # the accumulator fragment of one warpgroup's 64 x D tile, whichever warpgroup it is
         r2s = _r2s_tiled_copy(self.dtype, self.pv_mma(1), self.stmatrix)
         thr_r2s = r2s.get_slice(ct % 128)
         stage = sO[None, None, wg]
-        if ct % 128 == 0:
-            cute.arch.cp_async_bulk_wait_group(0, read=True)  # the previous tile's store has read the stage
-        cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
+        if cutlass.const_expr(self.o_in_v):
+            # every warpgroup's last P V wgmma is complete (each waited for its own): V's ring is
+            # free (the producer loads no V until o_free; the last tile's stores have read O)
+            cute.arch.barrier(barrier_id=V_FREE_BARRIER, number_of_threads=128 * self.consumer_wgs)
+        else:
+            if ct % 128 == 0:
+                cute.arch.cp_async_bulk_wait_group(0, read=True)  # the previous tile's store has read the stage
+            cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
         self.copy_r2s(r2s, thr_r2s, rO, thr_r2s.partition_D(stage))
         cute.arch.fence_proxy("async.shared", space="cta")  # the stage, visible to the TMA unit
         cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
@@ -1496,6 +1547,9 @@ class _FmhaSm90:
                 tOs, tOg = cpasync.tma_partition(tma_o, 0, cute.make_layout(1), cute.group_modes(stage, 0, 2), cute.group_modes(gO, 0, 2))
                 cute.copy(tma_o, tOs, tOg)
                 cute.arch.cp_async_bulk_commit_group()
+            if cutlass.const_expr(self.o_in_v):
+                cute.arch.cp_async_bulk_wait_group(0, read=True)  # the store has read the stage: V may load over it
+                cute.arch.mbarrier_arrive(o_free)
 
     @cute.jit
     def hand_over_or_quantize(self, r2s, thr_r2s, rO: cute.Tensor, sO: cute.Tensor, sQ_tile: cute.Tensor, handoff, outputs, sq: I32, ct: I32, wg: I32, m0: I32, head: I32, batch: I32):
@@ -1728,6 +1782,7 @@ class Config(NamedTuple):
     cluster: int = 1  # CLUSTER: CTAs that share each K/V tile by multicast
     nvfp4_offload: bool = False  # NVFP4_OFFLOAD (read only with the NVFP4 output)
     nvfp4_fallback: bool | str = False  # NVFP4_OFFLOAD_FALLBACK (with NVFP4_OFFLOAD and two Q buffers; or "always")
+    o_in_v: bool = False  # O_IN_V (with TMA_STORE, the bf16/fp16 output only)
 
 
 def _per_config(knob, head_dim: int, masked: bool):
@@ -1735,10 +1790,11 @@ def _per_config(knob, head_dim: int, masked: bool):
     return knob[(head_dim, masked)] if isinstance(knob, dict) else knob
 
 
-def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
-    """The knobs' current values for one configuration (TILES, or TILE_OVERRIDE when set)."""
+def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool = False) -> Config:
+    """The knobs' current values for one configuration (TILES, NVFP4_TILES for the NVFP4
+    output, or TILE_OVERRIDE when set)."""
     masked = has_left or has_right
-    block_m, block_n = TILE_OVERRIDE or TILES[(head_dim, masked)]
+    block_m, block_n = TILE_OVERRIDE or (nvfp4_out and NVFP4_TILES.get((head_dim, masked))) or TILES[(head_dim, masked)]
     if block_m % 64 or not 64 <= block_m <= 192 or block_n % 16 or not 16 <= block_n <= 256:
         raise ValueError(f"tile ({block_m}, {block_n}): BLOCK_M must be 64, 128 or 192, BLOCK_N a multiple of 16 up to 256")
     pingpong = _per_config(PINGPONG, head_dim, masked)
@@ -1760,9 +1816,18 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
         raise ValueError(f"Q_STAGES must be 1 or 2 (or a dict of them like TILES), not {Q_STAGES!r}")
     p_smem = bool(_per_config(P_SMEM, head_dim, masked))
 
+    tma_store = bool(_per_config(TMA_STORE, head_dim, masked))
+    o_in_v = bool(_per_config(O_IN_V, head_dim, masked)) and tma_store and not nvfp4_out  # (as _FmhaSm90 takes it)
+    if o_in_v and block_m > stages * block_n:
+        raise ValueError(f"O_IN_V: O's {block_m} x {head_dim} tile does not fit the V ring's {stages} x {block_n} rows")
+
     def smem_bytes(q_buffers: int) -> int:
-        """Barriers (the first kilobyte), Q's buffers, O, the K and V rings, P's tile (P_SMEM)."""
-        return 1024 + (q_buffers + 1) * block_m * head_dim * 2 + 2 * stages * block_n * head_dim * 2 + (block_m * block_n * 2 if p_smem else 0)
+        """Barriers (the first kilobyte), Q's buffers, O (unless O_IN_V), the K and V rings, P's tile (P_SMEM)."""
+        o_buffers = 0 if o_in_v else 1
+        return (
+            1024 + (q_buffers + o_buffers) * block_m * head_dim * 2 + 2 * stages * block_n * head_dim * 2
+            + (block_m * block_n * 2 if p_smem else 0)
+        )  # fmt: skip
 
     cluster = _per_config(CLUSTER, head_dim, masked)
     if cluster not in (1, 2):
@@ -1772,6 +1837,8 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
     fallback = _per_config(NVFP4_OFFLOAD_FALLBACK, head_dim, masked)
     if fallback not in (False, True, "always"):
         raise ValueError(f"NVFP4_OFFLOAD_FALLBACK must be False, True or 'always' (or a dict of them like TILES), not {NVFP4_OFFLOAD_FALLBACK!r}")
+    if cluster > 1 and o_in_v:
+        raise ValueError("O_IN_V takes CLUSTER = 1: the other CTA's multicast V loads would land on O before this CTA has stored it")
     if cluster > 1 and persistent and order == "dynamic":
         raise ValueError("CLUSTER > 1 takes a static ORDER ('stride' or 'snake'): the dynamic order draws a tile per CTA, not per cluster")
     if q_stages == 2 and smem_bytes(2) > SHARED_MEMORY_BYTES:
@@ -1790,7 +1857,7 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
         bool(_per_config(SOFTMAX_INTERLEAVED, head_dim, masked)),
         bool(_per_config(MASK_RELATIVE, head_dim, masked)),
         bool(_per_config(STMATRIX, head_dim, masked)),
-        bool(_per_config(TMA_STORE, head_dim, masked)),
+        tma_store,
         bool(_per_config(K_AHEAD, head_dim, masked)),
         INTRA_WG_OVERLAP and bool(_per_config(V_WAIT_LATE, head_dim, masked)),
         bool(_per_config(CACHE_HINTS, head_dim, masked)),
@@ -1798,6 +1865,7 @@ def config_for(head_dim: int, has_left: bool, has_right: bool) -> Config:
         cluster,
         offload,
         fallback if offload and q_stages == 2 else False,
+        o_in_v,
     )  # fmt: skip
 
 
@@ -1831,7 +1899,7 @@ def compile_kernel(dtype: str, head_dim: int, has_left: bool, has_right: bool, h
     """The compiled kernel for one configuration and the knobs' current values (no GPU needed)."""
     if arch not in ARCHS:
         raise ValueError(f"the wgmma path targets {ARCHS}, not {arch!r}")
-    return _compile(dtype, head_dim, has_left, has_right, has_sink, arch, options, nvfp4_out, config_for(head_dim, has_left, has_right))
+    return _compile(dtype, head_dim, has_left, has_right, has_sink, arch, options, nvfp4_out, config_for(head_dim, has_left, has_right, nvfp4_out))
 
 
 @functools.cache

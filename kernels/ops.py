@@ -289,7 +289,7 @@ def _attention_launch(q, has_sink, left, right, path, exp2_on_fma, exp2_impl, nv
     # the wgmma path's tile choice (its knobs' current values) is part of the key: a knob
     # sweep that edits them between calls gets the kernel it asked for
     config_for = getattr(fmha.fmha_sm90, "config_for", None)  # (tile knobs by configuration, where they exist)
-    config = config_for(d, left >= 0, right >= 0) if config_for and path != "mma_sync" and arch in fmha.fmha_sm90.ARCHS else None
+    config = config_for(d, left >= 0, right >= 0, nvfp4_out) if config_for and path != "mma_sync" and arch in fmha.fmha_sm90.ARCHS else None
     # the same for the mma_sync path's exp2 knobs when the call leaves them to the module's defaults
     exp2_on_fma = fmha.EXP2_FMA_FRACTION if exp2_on_fma is None else exp2_on_fma
     exp2_impl = fmha.EXP2_FMA_IMPL if exp2_impl is None else exp2_impl

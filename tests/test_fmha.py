@@ -554,6 +554,67 @@ def test_wgmma_wider_key_tile_converts_p_in_pairs(tmp_path, monkeypatch):
     assert "ld.local" not in ptx and "st.local" not in ptx
 
 
+def test_wgmma_o_in_v_compiles(tmp_path, monkeypatch):
+    """O_IN_V (O's buffer over the V ring, FA3's layout): FA3's 128 x 176 at D=128 fits with one Q
+    buffer, and builds without local memory; the consumer warpgroups meet once a tile (named
+    barrier 4, all 256 consumer threads) before O is written, and the storing threads arrive at
+    one more mbarrier (the producer's wait before V loads); the NVFP4 output, which quantizes
+    from O's own buffer, takes NVFP4_TILES and no O_IN_V (without them it does not fit: a
+    ValueError), and a cluster is refused (the other CTA's multicast V would land on O)."""
+    sm90 = _fmha().fmha_sm90
+    monkeypatch.setattr(sm90, "O_IN_V", {(64, False): False, (64, True): False, (128, False): True, (128, True): False})
+    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 176)})
+    config = sm90.config_for(128, False, False)
+    assert config.o_in_v and config[:2] == (128, 176) and config.q_stages == 1
+    assert not sm90.config_for(128, False, True).o_in_v  # (only where the knob says)
+    with pytest.raises(ValueError, match=r"tile \(128, 176\) at D=128 with 2 K/V stages needs 246784 bytes"):
+        sm90.config_for(128, False, False, nvfp4_out=True)
+    monkeypatch.setattr(sm90, "NVFP4_TILES", {(128, False): (128, 128)})
+    nvfp4 = sm90.config_for(128, False, False, nvfp4_out=True)
+    assert nvfp4[:2] == (128, 128) and not nvfp4.o_in_v and nvfp4.q_stages == 2
+    ptx = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config).__ptx__
+    assert "wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16" in ptx
+    assert re.findall(r"bar\.sync\s+4, 256;", ptx) == ["bar.sync \t4, 256;"]
+    assert "ld.local" not in ptx and "st.local" not in ptx
+    plain = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config._replace(o_in_v=False, q_stages=1, block_n=128)).__ptx__
+    arrives, waits = (lambda p: len(re.findall(r"mbarrier\.arrive\.shared", p)), lambda p: p.count("mbarrier.try_wait.parity"))
+    assert arrives(ptx) == arrives(plain) + 1 and waits(ptx) == waits(plain) + 1 and "bar.sync \t4" not in plain
+    monkeypatch.setattr(sm90, "CLUSTER", 2)
+    with pytest.raises(ValueError, match="O_IN_V takes CLUSTER = 1"):
+        sm90.config_for(128, False, False)
+
+
+@pytest.mark.gpu
+def test_gpu_o_in_v(monkeypatch):
+    """O_IN_V: at 128 x 128 the same bits as O in its own buffer (the arithmetic is the same, only
+    when V loads changes) on many tiles a persistent CTA (each tile's V loads after the last
+    tile's O store has read it), one CTA per tile, GQA, key and query tails, fp16; at FA3's
+    128 x 176 (key tails inside a block, several tiles a CTA) the reference's values."""
+    torch = _cuda()
+    _gpu_path(torch, "wgmma")
+    fmha = _fmha()
+    sm90 = fmha.fmha_sm90
+    on = {(64, False): False, (64, True): False, (128, False): True, (128, True): False}
+    shapes = [(4, 2048, 2048, 16, 16, torch.bfloat16), (3, 1000, 3000, 16, 4, torch.float16), (1, 777, 1100, 4, 1, torch.bfloat16)]
+    for persistent in (True, False):
+        monkeypatch.setattr(sm90, "PERSISTENT", persistent)
+        for b, sq, sk, hq, hkv, dtype in shapes:
+            g = torch.Generator(device="cuda").manual_seed(sq)
+            q = torch.randn(b, sq, hq, 128, device="cuda", generator=g).to(dtype)
+            k, v = (torch.randn(b, sk, hkv, 128, device="cuda", generator=g).to(dtype) for _ in range(2))
+            monkeypatch.setattr(sm90, "O_IN_V", False)
+            want = fmha.attention(q, k, v, return_lse=True, path="wgmma")
+            monkeypatch.setattr(sm90, "O_IN_V", on)
+            for out, lse in [fmha.attention(q, k, v, return_lse=True, path="wgmma") for _ in range(2)]:
+                assert torch.equal(out, want[0]) and torch.equal(lse, want[1]), f"O_IN_V differs at {(b, sq, sk, hq, hkv)}, persistent {persistent}"
+    monkeypatch.setattr(sm90, "PERSISTENT", True)
+    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 176)})
+    monkeypatch.setattr(sm90, "NVFP4_TILES", {(128, False): (128, 128)})
+    _check(torch, torch.bfloat16, 4, 2048, 2048, 16, 16, 128, path="wgmma", seed=3)
+    _check(torch, torch.bfloat16, 2, 1000, 1100, 8, 2, 128, path="wgmma")
+    _check(torch, torch.float16, 1, 777, 4096, 4, 1, 128, False, (-1, -1), True, path="wgmma", seed=5)
+
+
 @pytest.mark.gpu
 def test_gpu_wgmma_key_tile_160(monkeypatch):
     """128 x 160 tiles at D=128 (FA3 takes 128 x 176; ours fits 160 in shared memory): the
