@@ -221,8 +221,8 @@ VARIANTS = {
     "dyn_d128c_pp": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "PINGPONG": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
     # session 10: K/V shared by clusters of two CTAs by multicast TMA (FA3's ClusterM = 2 at D=128
     # without a mask); "cluster" takes it at D=64 without a mask too
-    "cluster": {"CLUSTER": 2},
-    "cluster128": {"CLUSTER": {(64, False): 1, (64, True): 1, (128, False): 2, (128, True): 1}},
+    "cluster": {"CLUSTER": 2, "O_IN_V": False, "TILES": _T_NOW},
+    "cluster128": {"CLUSTER": {(64, False): 1, (64, True): 1, (128, False): 2, (128, True): 1}, "O_IN_V": False, "TILES": _T_NOW},
     # the NVFP4 output quantized by two warps of the producer warpgroup (time with --variant-cases n0,n1,n2)
     "nvfp4_offload": {"NVFP4_OFFLOAD": True},
     "no_nvfp4_offload": {"NVFP4_OFFLOAD": False},  # the consumers quantize (before session 10)

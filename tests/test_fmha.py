@@ -532,6 +532,7 @@ def test_wgmma_tile_that_does_not_fit_shared_memory_is_refused(monkeypatch):
     with one Q buffer (two would take 263168), 128 x 128 with two (230400)."""
     sm90 = _fmha().fmha_sm90
     monkeypatch.setattr(sm90, "Q_STAGES", 2)
+    monkeypatch.setattr(sm90, "O_IN_V", False)  # (O in its own buffer)
     monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 176)})
     with pytest.raises(ValueError, match=r"tile \(128, 176\) at D=128 with 2 K/V stages needs 246784 bytes"):
         sm90.config_for(128, False, False)
@@ -567,6 +568,7 @@ def test_wgmma_o_in_v_compiles(tmp_path, monkeypatch):
     config = sm90.config_for(128, False, False)
     assert config.o_in_v and config[:2] == (128, 176) and config.q_stages == 1
     assert not sm90.config_for(128, False, True).o_in_v  # (only where the knob says)
+    monkeypatch.setattr(sm90, "NVFP4_TILES", {})
     with pytest.raises(ValueError, match=r"tile \(128, 176\) at D=128 with 2 K/V stages needs 246784 bytes"):
         sm90.config_for(128, False, False, nvfp4_out=True)
     monkeypatch.setattr(sm90, "NVFP4_TILES", {(128, False): (128, 128)})
@@ -700,6 +702,8 @@ def test_wgmma_cluster_compiles(tmp_path, monkeypatch):
     diagonal the configuration keeps one CTA, and the dynamic order is refused."""
     sm90 = _fmha().fmha_sm90
     monkeypatch.setattr(sm90, "CLUSTER", 2)
+    monkeypatch.setattr(sm90, "O_IN_V", False)  # (O_IN_V takes one CTA: refused below)
+    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 128)})  # (128 x 176 needs O_IN_V)
     for d in (64, 128):
         config = sm90.config_for(d, False, False)
         assert config.cluster == 2 and config.max_ctas % 2 == 0
@@ -733,6 +737,8 @@ def test_gpu_wgmma_cluster(d, monkeypatch):
     _gpu_path(torch, "wgmma")
     fmha = _fmha()
     sm90 = fmha.fmha_sm90
+    monkeypatch.setattr(sm90, "O_IN_V", False)  # (O_IN_V takes one CTA)
+    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 128)})  # (128 x 176 needs O_IN_V)
     shapes = [  # (b, sq, sk, hq, hkv, dtype): query tiles a head even, even, odd
         (2, 1024, 1024, 4, 2, torch.bfloat16),
         (3, 2048, 3000, 16, 4, torch.float16),
