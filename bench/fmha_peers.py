@@ -237,6 +237,12 @@ VARIANTS = {
     "o_in_v160": {"O_IN_V": _D128_UNMASKED, "TILES": {**_T_NOW, (128, False): (128, 160)}, "NVFP4_TILES": {(128, False): (128, 128)}},
     "o_in_v176_pp": {"O_IN_V": _D128_UNMASKED, "TILES": {**_T_NOW, (128, False): (128, 176)}, "NVFP4_TILES": {(128, False): (128, 128)},
                      "PINGPONG": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
+    # the packed split-KV (decode) kernel at FA3's 128 x 176 (it has no O buffer: 208 KB fits)
+    "split176": {"SPLIT_TILES": {64: (128, 128), 128: (128, 176)}},
+    # the split-KV combine as a programmatic dependent launch, allowed at the split CTAs' start
+    # (session 6's) or once each CTA's producer has issued its last load
+    "pdl_start": {"fmha_decode.COMBINE_PDL": True, "fmha_decode.PDL_TRIGGER": "start"},
+    "pdl_last_load": {"fmha_decode.COMBINE_PDL": True, "fmha_decode.PDL_TRIGGER": "last_load"},
     "d128_160_persistent": {"TILES": {**_T128, (128, False): (128, 160)},
                             "PERSISTENT": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
 }
@@ -431,8 +437,8 @@ def variants(torch, names, rows: list, cases=VARIANT_CASES):
 
     from kernels import fmha_decode
 
-    decode_saved = {"COMBINE_PDL": fmha_decode.COMBINE_PDL}  # knobs of kernels.fmha_decode a variant may name as "fmha_decode.X"
-    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES", "P_SMEM", "LATE_RESCALE", "SOFTMAX_INTERLEAVED", "MASK_RELATIVE", "STMATRIX", "TMA_STORE", "K_AHEAD", "V_WAIT_LATE", "CACHE_HINTS", "Q_STAGES", "CLUSTER", "NVFP4_OFFLOAD", "NVFP4_OFFLOAD_FALLBACK", "O_IN_V", "NVFP4_TILES")}
+    decode_saved = {"COMBINE_PDL": fmha_decode.COMBINE_PDL, "PDL_TRIGGER": fmha_decode.PDL_TRIGGER}  # knobs of kernels.fmha_decode a variant may name as "fmha_decode.X"
+    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES", "P_SMEM", "LATE_RESCALE", "SOFTMAX_INTERLEAVED", "MASK_RELATIVE", "STMATRIX", "TMA_STORE", "K_AHEAD", "V_WAIT_LATE", "CACHE_HINTS", "Q_STAGES", "CLUSTER", "NVFP4_OFFLOAD", "NVFP4_OFFLOAD_FALLBACK", "O_IN_V", "NVFP4_TILES", "SPLIT_TILES")}
     for name in names:
         knobs = VARIANTS[name.split("#")[0]]
         try:

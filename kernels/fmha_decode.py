@@ -87,6 +87,14 @@ COMBINE_WARPS = 4  # combine: one warp per packed row, 4 rows per CTA
 # 658-663: the early-scheduled combine CTAs cost a many-split kernel more than the launch gap they
 # save. Off (session 6 had it on); PDL for small split counts only is untried.
 COMBINE_PDL = False
+# with COMBINE_PDL, where the packed wgmma split kernel (fmha_sm90) allows the combine: "start",
+# at each CTA's start (the mma.sync split kernel always does); "last_load", once the CTA's
+# producer warp has issued its last K/V load (CUTLASS's GEMMs likewise trigger near the end of
+# their loads: early dependents compete with the kernel, late ones leave the launch gap). H200
+# (bench/h200/fmha_split/kernel_times.py, s11): with the plain launch our combine starts 1.2-2.0
+# us after the split kernel ends, FA3's before its main kernel ends.
+PDL_TRIGGER = "start"
+PDL_TRIGGERS = ("start", "last_load")
 PDL_ARCHS = ("sm_90a", "sm_100a")
 COMBINE_UNROLL = 8  # splits whose partial O loads are in flight at once per warp
 MAX_SPLITS = 128

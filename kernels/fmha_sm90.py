@@ -396,7 +396,7 @@ class _FmhaSm90:
         # > 0: packed split-KV (_PackedSplitSm90): a tile's rows are packed rows of one kv head's
         # `group` q heads, its key blocks one of num_splits shares, its O and LSE partials
         self.group = group
-        self.pdl = False  # packed split-KV: its combine kernel is a programmatic dependent launch
+        self.pdl = False  # packed split-KV: its combine kernel is a programmatic dependent launch (fmha_decode.PDL_TRIGGER: when)
         (
             self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas, self.fma_cols, self.order,
             self.mask_loops, self.section_bytes, self.p_smem, self.late_rescale, self.interleaved, self.mask_relative,
@@ -620,7 +620,7 @@ class _FmhaSm90:
         cluster: cutlass.Constexpr = 1,  # CTAs a cluster (CLUSTER), sharing K/V; 1 in the one-CTA build
     ):
         d = self.d
-        if cutlass.const_expr(self.pdl):
+        if cutlass.const_expr(self.pdl == "start"):
             cute.arch.griddepcontrol_launch_dependents()  # (packed split-KV, fmha_decode.COMBINE_PDL: the combine may be scheduled)
         tidx, _, _ = cute.arch.thread_idx()
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
@@ -711,6 +711,8 @@ class _FmhaSm90:
                         q_state, state = load(self.unit_tile(unit, first_unit, unit_stride, units, rank, cluster), q_state, state)
                 else:
                     q_state, state = load(first_tile, q_state, state)
+                if cutlass.const_expr(self.pdl == "last_load"):
+                    cute.arch.griddepcontrol_launch_dependents()  # (fmha_decode.PDL_TRIGGER: the CTA's loads are all issued)
                 if cutlass.const_expr(cluster > 1):
                     # the other CTAs' consumers release this CTA's stages remotely: their last
                     # arrives must land before this CTA (its shared memory) may exit
@@ -1748,10 +1750,10 @@ class _PackedSplitSm90(_FmhaSm90):
             tQ, tK, tV, tma_q, tma_k, tma_v, mPartO, mPartLSE, mSink, mPartO, mPartLSE, mPartO, mPartLSE, scale_log2, left, right,
             m_tiles, n_tiles, num_splits, sQ_layout, sKV_layout, mma_qk, mma_pv, s2g, Smem,
         ).launch(grid=(n_tiles, 1, 1), block=[self.threads, 1, 1], stream=stream, min_blocks_per_mp=1)  # fmt: skip
-        combine = fmha_decode._SplitKV(dt, d, self.has_left, self.has_right, self.has_sink, pdl=self.pdl)
+        combine = fmha_decode._SplitKV(dt, d, self.has_left, self.has_right, self.has_sink, pdl=bool(self.pdl))
         combine.combine_kernel(mPartO, mPartLSE, mO, mLSE, mSink).launch(
             grid=(cute.ceil_div(rows, fmha_decode.COMBINE_WARPS) * bh, 1, 1), block=[fmha_decode.COMBINE_WARPS * 32, 1, 1], stream=stream,
-            use_pdl=self.pdl,
+            use_pdl=bool(self.pdl),
         )
 
 
@@ -1974,14 +1976,17 @@ def compile_packed_split(
         block_m, block_n, SPLIT_STAGES, INTRA_WG_OVERLAP, False, 2**31 - 1, 0, "stride", mask_loops(head_dim, masked),
         k_ahead=bool(_per_config(K_AHEAD, head_dim, masked)), cache_hints=bool(_per_config(CACHE_HINTS, head_dim, masked)),
     )  # fmt: skip
-    pdl = fmha_decode.COMBINE_PDL and arch in fmha_decode.PDL_ARCHS
+    if fmha_decode.PDL_TRIGGER not in fmha_decode.PDL_TRIGGERS:
+        raise ValueError(f"fmha_decode.PDL_TRIGGER must be one of {fmha_decode.PDL_TRIGGERS}, not {fmha_decode.PDL_TRIGGER!r}")
+    # False (a plain launch of the combine), or where its CTAs allow it (PDL_TRIGGER)
+    pdl = fmha_decode.PDL_TRIGGER if fmha_decode.COMBINE_PDL and arch in fmha_decode.PDL_ARCHS else False
     return _compile_packed_split(dtype, head_dim, group, has_left, has_right, has_sink, arch, options, config, pdl)
 
 
 @functools.cache
 def _compile_packed_split(
     dtype: str, head_dim: int, group: int, has_left: bool, has_right: bool, has_sink: bool, arch: str, options: str, config: Config,
-    pdl: bool,
+    pdl: bool | str,
 ):  # fmt: skip
     from kernels import fmha_decode  # (it imports kernels.fmha, which imports this module)
 

@@ -55,6 +55,17 @@ def test_compiles_packed_split_combine_pdl(tmp_path, monkeypatch):
     ptx = sm90.compile_packed_split("bfloat16", 128, 8, False, False, False, "sm_90a", options).__ptx__
     assert "griddepcontrol" not in plain
     assert ptx.count("griddepcontrol.launch_dependents") == 1 and ptx.count("griddepcontrol.wait") == 1
+    # PDL_TRIGGER "last_load": allowed once the CTA's producer has issued its last K/V load
+    split_entry = lambda p: p.split(".entry ")[1]  # (the split kernel's entry comes first)
+    start = split_entry(ptx)
+    assert start.index("griddepcontrol.launch_dependents") < start.index("cp.async.bulk.tensor")
+    monkeypatch.setattr(fmha_decode, "PDL_TRIGGER", "last_load")
+    late = split_entry(sm90.compile_packed_split("bfloat16", 128, 8, False, False, False, "sm_90a", options).__ptx__)
+    assert late.count("griddepcontrol.launch_dependents") == 1
+    assert late.index("griddepcontrol.launch_dependents") > late.rindex("cp.async.bulk.tensor")
+    monkeypatch.setattr(fmha_decode, "PDL_TRIGGER", "end")
+    with pytest.raises(ValueError, match="PDL_TRIGGER must be one of"):
+        sm90.compile_packed_split("bfloat16", 128, 8, False, False, False, "sm_90a", options)
 
 
 def test_refusals():
@@ -165,6 +176,30 @@ def test_gpu_decode_wgmma_split_counts(splits, monkeypatch):
     monkeypatch.setattr(ops, "_DECODE_PLANS", {})  # (a split count is looked up once per call shape)
     _check(torch, torch.bfloat16, 2, 3, 1000, 16, 2, 128, True, (-1, -1), True, path="decode_wgmma")
     _check(torch, torch.float16, 1, 32, 6000, 8, 4, 64, False, (2000, -1), False, path="decode_wgmma")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("trigger", ["start", "last_load"])
+def test_gpu_decode_wgmma_combine_pdl(trigger, monkeypatch):
+    """fmha_decode.COMBINE_PDL on, the combine allowed at the split CTAs' start or once their last
+    loads are issued (PDL_TRIGGER): the same bits as the plain launch (the combine waits for the
+    partials either way), at 4, 16 and 2 splits, called repeatedly."""
+    torch = _gpu()
+    from kernels import fmha, fmha_decode, ops
+
+    for b, sq, sk, hq, hkv, causal in [(8, 16, 4096, 32, 4, False), (2, 16, 32768, 32, 4, False), (4, 64, 8192 - 3, 32, 4, True)]:
+        g = torch.Generator(device="cuda").manual_seed(sk)
+        q = torch.randn(b, sq, hq, 128, device="cuda", generator=g).to(torch.bfloat16)
+        k, v = (torch.randn(b, sk, hkv, 128, device="cuda", generator=g).to(torch.bfloat16) for _ in range(2))
+        monkeypatch.setattr(fmha_decode, "COMBINE_PDL", False)
+        ops.clear_launch_cache()
+        want = fmha.attention(q, k, v, causal=causal, return_lse=True, path="decode_wgmma")
+        monkeypatch.setattr(fmha_decode, "COMBINE_PDL", True)
+        monkeypatch.setattr(fmha_decode, "PDL_TRIGGER", trigger)
+        ops.clear_launch_cache()
+        for out, lse in [fmha.attention(q, k, v, causal=causal, return_lse=True, path="decode_wgmma") for _ in range(3)]:
+            assert torch.equal(out, want[0]) and torch.equal(lse, want[1]), f"PDL ({trigger}) differs at {(b, sq, sk, hq, hkv, causal)}"
+    ops.clear_launch_cache()
 
 
 @pytest.mark.gpu
