@@ -87,13 +87,17 @@ COMBINE_WARPS = 4  # combine: one warp per packed row, 4 rows per CTA
 # 658-663: the early-scheduled combine CTAs cost a many-split kernel more than the launch gap they
 # save. Off (session 6 had it on); PDL for small split counts only is untried.
 COMBINE_PDL = False
-# with COMBINE_PDL, where the packed wgmma split kernel (fmha_sm90) allows the combine: "start",
-# at each CTA's start (the mma.sync split kernel always does); "last_load", once the CTA's
-# producer warp has issued its last K/V load (CUTLASS's GEMMs likewise trigger near the end of
-# their loads: early dependents compete with the kernel, late ones leave the launch gap). H200
-# (bench/h200/fmha_split/kernel_times.py, s11): with the plain launch our combine starts 1.2-2.0
-# us after the split kernel ends, FA3's before its main kernel ends.
-PDL_TRIGGER = "start"
+# where the packed wgmma split kernel (fmha_sm90), when its combine is a PDL (COMBINE_PDL, or
+# fmha_sm90.SPLIT_COMBINE_PDL_MAX), allows the combine: "start", at each CTA's start (as the
+# mma.sync split kernel does); "last_load", once the CTA's producer warp has issued its last K/V
+# load (CUTLASS's GEMMs likewise trigger near the end of their loads: early dependents compete
+# with the kernel, late ones leave the launch gap). H200 (bench/h200/fmha_split/kernel_times.py,
+# bench/h200/fmha_sched/s11): with the plain launch our combine starts 1.2-2.0 us after the split
+# kernel ends, FA3's before its main kernel ends; three passes each, TFLOP/s, last_load / start /
+# plain: 4x32x64 x 8192 (2 splits) 548-550 / 545-548 / 522-538, 2x32x128 x 32768 (2 splits)
+# 665-668 / 665-666 / 655-662, 8x32x16 x 4096 (4 splits) 241-246 / 241-246 / 231-247, 2x32x16 x
+# 32768 (16 splits) 314-316 / 313-314 / 317-329.
+PDL_TRIGGER = "last_load"
 PDL_TRIGGERS = ("start", "last_load")
 PDL_ARCHS = ("sm_90a", "sm_100a")
 COMBINE_UNROLL = 8  # splits whose partial O loads are in flight at once per warp

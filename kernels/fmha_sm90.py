@@ -1929,6 +1929,10 @@ SPLIT_MIN_WASTE = 0.25
 SPLIT_CTAS_PER_SM = 1
 SPLIT_MIN_BLOCKS = 4
 SPLIT_MAX = 128
+# the combine as a programmatic dependent launch (allowed at fmha_decode.PDL_TRIGGER) for at most
+# this many splits, a plain launch above (fmha_decode.COMBINE_PDL: always PDL); 0: by COMBINE_PDL
+# alone. H200 (s11, see fmha_decode.PDL_TRIGGER): +1-2% at 2 splits, even at 4, -1.5% at 16.
+SPLIT_COMBINE_PDL_MAX = 2
 
 
 def choose_splits(
@@ -1960,10 +1964,20 @@ def packed_groups(group: int) -> bool:
     return group > 1 and 128 % group == 0
 
 
+def split_combine_pdl(splits: int) -> bool:
+    """Whether a packed split-KV call of `splits` splits launches its combine as a PDL."""
+    from kernels import fmha_decode  # (it imports kernels.fmha, which imports this module)
+
+    return bool(fmha_decode.COMBINE_PDL) or 0 < splits <= SPLIT_COMBINE_PDL_MAX
+
+
 def compile_packed_split(
-    dtype: str, head_dim: int, group: int, has_left: bool, has_right: bool, has_sink: bool, arch: str = "sm_90a", options: str = ""
-):
-    """The compiled packed split-KV host function (_PackedSplitSm90) for one configuration (no GPU needed)."""
+    dtype: str, head_dim: int, group: int, has_left: bool, has_right: bool, has_sink: bool, arch: str = "sm_90a", options: str = "",
+    combine_pdl: bool | None = None,
+):  # fmt: skip
+    """The compiled packed split-KV host function (_PackedSplitSm90) for one configuration (no GPU
+    needed). combine_pdl: the combine as a programmatic dependent launch (None: fmha_decode.COMBINE_PDL;
+    only on fmha_decode.PDL_ARCHS)."""
     if arch not in ARCHS:
         raise ValueError(f"the wgmma path targets {ARCHS}, not {arch!r}")
     if not packed_groups(group):
@@ -1979,7 +1993,8 @@ def compile_packed_split(
     if fmha_decode.PDL_TRIGGER not in fmha_decode.PDL_TRIGGERS:
         raise ValueError(f"fmha_decode.PDL_TRIGGER must be one of {fmha_decode.PDL_TRIGGERS}, not {fmha_decode.PDL_TRIGGER!r}")
     # False (a plain launch of the combine), or where its CTAs allow it (PDL_TRIGGER)
-    pdl = fmha_decode.PDL_TRIGGER if fmha_decode.COMBINE_PDL and arch in fmha_decode.PDL_ARCHS else False
+    combine_pdl = fmha_decode.COMBINE_PDL if combine_pdl is None else combine_pdl
+    pdl = fmha_decode.PDL_TRIGGER if combine_pdl and arch in fmha_decode.PDL_ARCHS else False
     return _compile_packed_split(dtype, head_dim, group, has_left, has_right, has_sink, arch, options, config, pdl)
 
 

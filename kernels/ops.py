@@ -310,14 +310,15 @@ def _attention_launch(q, has_sink, left, right, path, exp2_on_fma, exp2_impl, nv
     ), counted  # fmt: skip
 
 
-def _decode_launch(q, hkv, has_sink, left, right, exp2_on_fma, exp2_impl, kernel):
+def _decode_launch(q, hkv, has_sink, left, right, exp2_on_fma, exp2_impl, kernel, combine_pdl=None):
     """The launcher of a split-KV path (split + combine, one TVM-FFI call) for one shape class.
 
-    kernel: "key_warps" or "split" (fmha_decode's, mma.sync), "wgmma" (fmha_sm90's packed split-KV).
+    kernel: "key_warps" or "split" (fmha_decode's, mma.sync), "wgmma" (fmha_sm90's packed split-KV,
+    its combine a programmatic dependent launch or not: combine_pdl).
     """
     device = q.get_device()
     group = q.shape[2] // hkv if kernel == "wgmma" else 0  # (a compile-time constant of the wgmma kernel)
-    key = ("attention_decode", q.dtype, q.shape[3], device, left >= 0, right >= 0, has_sink, kernel, group)
+    key = ("attention_decode", q.dtype, q.shape[3], device, left >= 0, right >= 0, has_sink, kernel, group, combine_pdl)
     entry = _LAUNCHERS.get(key)
     if entry is not None:
         return entry[0]
@@ -326,7 +327,7 @@ def _decode_launch(q, hkv, has_sink, left, right, exp2_on_fma, exp2_impl, kernel
     fmha.check_attention_options(path, exp2_on_fma, exp2_impl, arch)
     if kernel == "wgmma":
         build = lambda: fmha_sm90.compile_packed_split(
-            ATTENTION_DTYPES[q.dtype], q.shape[3], group, left >= 0, right >= 0, has_sink, arch, nvfp4.TVM_FFI_OPTION
+            ATTENTION_DTYPES[q.dtype], q.shape[3], group, left >= 0, right >= 0, has_sink, arch, nvfp4.TVM_FFI_OPTION, combine_pdl
         )  # fmt: skip
     else:
         build = lambda: fmha_decode.compile_decode(
@@ -384,7 +385,8 @@ def _decode_plan(plan_key, q, b, sq, sk, hq, hkv, has_sink, left, right, path, e
     kernel, splits = _decode_choice(q, b, sq, sk, hq, hkv, left, right, path, exp2_on_fma)
     plan = False
     if splits:
-        plan = (_decode_launch(q, hkv, has_sink, left, right, exp2_on_fma, exp2_impl, kernel), splits, kernel == "key_warps")
+        combine_pdl = fmha_sm90.split_combine_pdl(splits) if kernel == "wgmma" else None  # (by the split count)
+        plan = (_decode_launch(q, hkv, has_sink, left, right, exp2_on_fma, exp2_impl, kernel, combine_pdl), splits, kernel == "key_warps")
     if len(_DECODE_PLANS) >= _DECODE_PLANS_MAX:
         _DECODE_PLANS.clear()
     _DECODE_PLANS[plan_key] = plan

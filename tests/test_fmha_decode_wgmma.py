@@ -52,6 +52,7 @@ def test_compiles_packed_split_combine_pdl(tmp_path, monkeypatch):
     options = f"--keep-ptx --dump-dir {tmp_path}"
     plain = sm90.compile_packed_split("bfloat16", 128, 8, False, False, False, "sm_90a", options).__ptx__
     monkeypatch.setattr(fmha_decode, "COMBINE_PDL", True)
+    monkeypatch.setattr(fmha_decode, "PDL_TRIGGER", "start")
     ptx = sm90.compile_packed_split("bfloat16", 128, 8, False, False, False, "sm_90a", options).__ptx__
     assert "griddepcontrol" not in plain
     assert ptx.count("griddepcontrol.launch_dependents") == 1 and ptx.count("griddepcontrol.wait") == 1
@@ -63,6 +64,15 @@ def test_compiles_packed_split_combine_pdl(tmp_path, monkeypatch):
     late = split_entry(sm90.compile_packed_split("bfloat16", 128, 8, False, False, False, "sm_90a", options).__ptx__)
     assert late.count("griddepcontrol.launch_dependents") == 1
     assert late.index("griddepcontrol.launch_dependents") > late.rindex("cp.async.bulk.tensor")
+    # asked for by the caller (ops, by the split count: SPLIT_COMBINE_PDL_MAX) without COMBINE_PDL
+    monkeypatch.setattr(fmha_decode, "COMBINE_PDL", False)
+    asked = sm90.compile_packed_split("bfloat16", 128, 8, False, False, False, "sm_90a", options, True).__ptx__
+    assert split_entry(asked) == late
+    assert [sm90.split_combine_pdl(n) for n in (1, 2, 3, 16)] == [n <= sm90.SPLIT_COMBINE_PDL_MAX for n in (1, 2, 3, 16)]
+    monkeypatch.setattr(sm90, "SPLIT_COMBINE_PDL_MAX", 0)
+    assert not any(sm90.split_combine_pdl(n) for n in (1, 2, 16))
+    monkeypatch.setattr(fmha_decode, "COMBINE_PDL", True)
+    assert all(sm90.split_combine_pdl(n) for n in (1, 2, 16))
     monkeypatch.setattr(fmha_decode, "PDL_TRIGGER", "end")
     with pytest.raises(ValueError, match="PDL_TRIGGER must be one of"):
         sm90.compile_packed_split("bfloat16", 128, 8, False, False, False, "sm_90a", options)
@@ -183,17 +193,23 @@ def test_gpu_decode_wgmma_split_counts(splits, monkeypatch):
 def test_gpu_decode_wgmma_combine_pdl(trigger, monkeypatch):
     """fmha_decode.COMBINE_PDL on, the combine allowed at the split CTAs' start or once their last
     loads are issued (PDL_TRIGGER): the same bits as the plain launch (the combine waits for the
-    partials either way), at 4, 16 and 2 splits, called repeatedly."""
+    partials either way), at 4, 16 and 2 splits, called repeatedly; and by default (the PDL
+    combine at up to SPLIT_COMBINE_PDL_MAX splits only) the same bits again."""
     torch = _gpu()
-    from kernels import fmha, fmha_decode, ops
+    from kernels import fmha, fmha_decode, fmha_sm90, ops
 
     for b, sq, sk, hq, hkv, causal in [(8, 16, 4096, 32, 4, False), (2, 16, 32768, 32, 4, False), (4, 64, 8192 - 3, 32, 4, True)]:
         g = torch.Generator(device="cuda").manual_seed(sk)
         q = torch.randn(b, sq, hq, 128, device="cuda", generator=g).to(torch.bfloat16)
         k, v = (torch.randn(b, sk, hkv, 128, device="cuda", generator=g).to(torch.bfloat16) for _ in range(2))
         monkeypatch.setattr(fmha_decode, "COMBINE_PDL", False)
+        monkeypatch.setattr(fmha_sm90, "SPLIT_COMBINE_PDL_MAX", 0)  # (every split count a plain launch)
         ops.clear_launch_cache()
         want = fmha.attention(q, k, v, causal=causal, return_lse=True, path="decode_wgmma")
+        monkeypatch.undo()
+        ops.clear_launch_cache()
+        by_default = fmha.attention(q, k, v, causal=causal, return_lse=True)
+        assert torch.equal(by_default[0], want[0]) and torch.equal(by_default[1], want[1])
         monkeypatch.setattr(fmha_decode, "COMBINE_PDL", True)
         monkeypatch.setattr(fmha_decode, "PDL_TRIGGER", trigger)
         ops.clear_launch_cache()

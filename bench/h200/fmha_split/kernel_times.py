@@ -1,6 +1,6 @@
 """Where one FMHA call's GPU time goes, kernel by kernel: ours against FA3 (and FA4).
 
-    python bench/h200/fmha_split/kernel_times.py [--calls N] CASE...    (CASE: N, an ISSUE_CASES index, or dN, DECODE_CASES)
+    python bench/h200/fmha_split/kernel_times.py [--calls N] [--variant NAME] CASE...    (CASE: N, an ISSUE_CASES index, or dN, DECODE_CASES)
 
 Each call runs as `cuda_timing.gpu_ms` runs it (L2 flushed, the GPU spun ~0.5 ms so the host's
 launches are queued ahead), under torch.profiler; per implementation it prints each kernel's
@@ -21,7 +21,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 import torch  # noqa: E402
 
 from cuda_timing import FLUSH_BYTES, SPIN_CYCLES  # noqa: E402
-from fmha_peers import DECODE_CASES, ISSUE_CASES, case_name, implementations, make_inputs  # noqa: E402
+from fmha_peers import DECODE_CASES, ISSUE_CASES, VARIANTS, case_name, implementations, make_inputs  # noqa: E402
 
 
 def call_kernels(fn, calls: int) -> list[list[dict]]:
@@ -54,7 +54,14 @@ def main():
     parser.add_argument("cases", nargs="+")
     parser.add_argument("--calls", type=int, default=30)
     parser.add_argument("--impls", default="ours,fa3")
+    parser.add_argument("--variant", default="", help="ours with fmha_peers.VARIANTS[NAME]'s knobs (fmha_sm90's, or fmha_decode.X)")
     args = parser.parse_args()
+    if args.variant:
+        from kernels import fmha_decode, fmha_sm90
+
+        for knob, value in VARIANTS[args.variant].items():
+            module, _, attribute = knob.rpartition(".")
+            setattr(fmha_decode if module == "fmha_decode" else fmha_sm90, attribute, value)
     for spec in args.cases:
         split = spec.startswith("d")
         case = DECODE_CASES[int(spec[1:])] if split else ISSUE_CASES[int(spec)]
