@@ -212,7 +212,11 @@ TMA_STORE = {(64, False): True, (64, True): True, (128, False): True, (128, True
 # P V, write O there, and each warpgroup's storing thread, once its TMA store has read its rows,
 # arrives at an mbarrier (O_FREE) that the producer waits on before the next tile's first V
 # load (its K and Q load meanwhile). It frees O's 32 KB at D=128: room for FA3's 128 x 176 tiles
-# (two K/V stages of 44 KB and one Q buffer: 208 KB). A bool or a dict like TILES.
+# (two K/V stages of 44 KB and one Q buffer: 208 KB). A bool or a dict like TILES. H200
+# (bench/h200/fmha_sched/s11, w2-w4, TFLOP/s, against O's own buffer at 128 x 128): at 128 x 128
+# 694-696 / 698-702 (4x16x4096), 588-590 / 602-609 (8x32x1024): the next tile's V waits for O's
+# store; at 128 x 176 (one Q buffer) 681 / 698-702, 710-714 / 711-716 (2x16x8192), 665-672 /
+# 658-677 (1x32x16384), 542-547 / 602-609; 128 x 160 (two Q) 696, 714-719, 675-689, 541. Off.
 O_IN_V = False
 # the producer's load order: False, a tile's Q, then K and V of each key block in turn; True,
 # FA3's order with its intra-warpgroup overlap (hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp): the
@@ -267,8 +271,11 @@ NVFP4_OFFLOAD = {(64, False): False, (64, True): False, (128, False): True, (128
 # the tile's own Q buffer, which it then releases after the epilogue rather than before it (the
 # next Q to load there is the one after next). For the tails of short tiles where two warps'
 # quantizing falls behind (causal). A bool or a dict like TILES ("always": the consumers keep
-# every tile's rows, a test of that path). Prepared in session 10 with no device time left:
-# compiled and CPU-tested only, not run on a GPU, so off.
+# every tile's rows, a test of that path). H200 (bench/h200/fmha_sched/s11/p1, fused / bf16, two
+# passes, against the offload without it): correct, but slower everywhere, where it is rarely
+# taken too (Q held through the epilogue loads the next tile's later): 4x16x4096x128 causal
+# 1.143-1.145 / 1.080-1.086, 2x16x8192x128 1.043-1.047 / 1.024-1.029, 8x16x2048x64 causal
+# 1.140-1.147 / 1.050-1.056 (consumers quantizing there). Off.
 NVFP4_OFFLOAD_FALLBACK = False
 _EVICT_FIRST = 0x12F0000000000000  # the 64-bit L2 cache policies CUTLASS's TMA::CacheHintSm90 names
 _EVICT_LAST = 0x14F0000000000000
