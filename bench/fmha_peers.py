@@ -237,6 +237,10 @@ VARIANTS = {
     "o_in_v160": {"O_IN_V": _D128_UNMASKED, "TILES": {**_T_NOW, (128, False): (128, 160)}, "NVFP4_TILES": {(128, False): (128, 128)}},
     "o_in_v176_pp": {"O_IN_V": _D128_UNMASKED, "TILES": {**_T_NOW, (128, False): (128, 176)}, "NVFP4_TILES": {(128, False): (128, 128)},
                      "PINGPONG": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
+    # FA3's loop order at D=128 without a mask (its SASS, s11/p2/c0): O rescaled after the P V
+    # completes, and the V wait between the S and the P V issues
+    "late_rescale128": {"LATE_RESCALE": True},
+    "fa3_loop128": {"LATE_RESCALE": True, "V_WAIT_LATE": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
     # the packed split-KV (decode) kernel at FA3's 128 x 176 (it has no O buffer: 208 KB fits)
     "split176": {"SPLIT_TILES": {64: (128, 128), 128: (128, 176)}},
     # the split-KV combine as a programmatic dependent launch, allowed at the split CTAs' start
