@@ -15,3 +15,4 @@
 # --- SPLIT_COMBINE_PDL_MAX = 2, PDL_TRIGGER = "last_load" (one start refused: ~3 minutes) ---
 # r   pytest -m gpu tests/test_fmha_decode_wgmma.py, tests/test_ops.py, tests/test_fmha_decode.py (21 + 5 + 24 passed);
 #     fmha_peers.py --out r --steps decode --results r/results.json   (bench/results.json's decode fmha_* entries)
+# w7  fmha_peers.py --skip-peers --variants now,late_rescale128,fa3_loop128,now#2,late_rescale128#2,fa3_loop128#2 --variant-cases 0,2,8
