@@ -488,7 +488,7 @@ class _FmhaSm90:
         q_stages = self.q_stages
         handoffs = self.consumer_wgs if self.offload else 0  # NVFP4_OFFLOAD: one O hand-over a consumer warpgroup
         fields = self.handoff_fields
-        o_free = 1 if self.o_in_v else 0  # O_IN_V: the mbarrier O's readers arrive at
+        o_free = 2 if self.o_in_v else 0  # O_IN_V: the mbarriers O's readers arrive at, by tile parity
         o_elems = 0 if self.o_in_v else cute.cosize(sQ_layout)  # (O_IN_V: O lives in V's ring)
 
         @cute.struct
@@ -648,12 +648,13 @@ class _FmhaSm90:
         sQ_ring = _smem_layout(self.dtype, self.block_m, d, self.q_stages)  # (M, D, Q_STAGES)
         sQ = storage.q.get_tensor(sQ_ring.outer, swizzle=sQ_ring.inner)
         sO = sQ  # (packed split: no O buffer, the partials go out from registers)
-        o_free = None  # O_IN_V: the mbarrier of O's stores having read it, once a tile (the producer waits on it)
+        o_free = None  # O_IN_V: the mbarriers of O's stores having read it, tile k's at o_free + k % 2 (the producer waits on them)
         if cutlass.const_expr(self.o_in_v):
             sO = storage.v.get_tensor(self.o_stages().outer, swizzle=self.o_stages().inner)  # (64, D, warpgroup) over V's ring
             o_free = storage.bar_o_free.data_ptr()
             if tidx == 0:
-                cute.arch.mbarrier_init(o_free, self.consumer_wgs)  # each consumer warpgroup's storing thread
+                for parity in cutlass.range_constexpr(2):
+                    cute.arch.mbarrier_init(o_free + parity, self.consumer_wgs)  # each consumer warpgroup's storing thread
                 cute.arch.mbarrier_init_fence()  # (the pipelines' creation below synchronizes the CTA)
         elif cutlass.const_expr(self.tma_store):
             sO = storage.o.get_tensor(self.o_stages().outer, swizzle=self.o_stages().inner)  # (64, D, warpgroup)
@@ -867,12 +868,16 @@ class _FmhaSm90:
     @cute.jit
     def wait_o_stored(self, o_free, tiles_before: I32):
         """O_IN_V: before a tile's first V load, wait until the last tile's O (in V's ring) has
-        been read by its TMA stores: completion tiles_before - 1 of o_free. Waited for every tile
-        after the first, whether or not it loads a V, so that the consumers are never two
-        completions ahead of this wait (parity would then mistake one for the other)."""
+        been read by its TMA stores. Tile k's stores arrive at o_free + k % 2, so this waits for
+        completion k // 2 of that barrier, k = tiles_before - 1. Two barriers: a tile without key
+        blocks loads no V, and its consumers may finish it before this wait has seen the last
+        tile's completion; on one barrier they would then be two completions ahead, and the
+        parity wait would take the later for the earlier and wait forever. With two, their next
+        completion of the same barrier needs the next tile's Q, loaded after this wait."""
         if cutlass.const_expr(self.o_in_v):
             if tiles_before > 0:
-                cute.arch.mbarrier_wait(o_free, (tiles_before - 1) % 2)
+                k = tiles_before - 1
+                cute.arch.mbarrier_wait(o_free + k % 2, (k // 2) % 2)
 
     @cute.jit
     def compute_tile(
@@ -930,6 +935,9 @@ class _FmhaSm90:
         row_max.fill(-F32.inf)
         row_sum.fill(0.0)
         softmax = functools.partial(self.softmax, acc_S, corr, row_max, row_sum, scale_log2, tScS, m0, sk, offset, left, right)
+        o_free_tile = None  # O_IN_V: the mbarrier this tile's O stores arrive at (wait_o_stored)
+        if cutlass.const_expr(self.o_in_v):
+            o_free_tile = o_free + q_state.count % 2  # (q_state.count: this warpgroup's tiles before this one)
         tSrQ = tSrQ[None, None, None, q_state.index]  # this tile's Q buffer
         pipe_q.consumer_wait(q_state)
         next_tile = tile  # (static orders: the caller's loop knows)
@@ -989,7 +997,7 @@ class _FmhaSm90:
         else:
             self.epilogue(
                 acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mSink, mCodes, mScales, mGlobal, sO, handoff, mma_pv, s2g, ct, wg, m0,
-                head, batch, sQ_tile, o_free,
+                head, batch, sQ_tile, o_free_tile,
             )  # fmt: skip
         if cutlass.const_expr(self.fallback):
             cute.arch.fence_proxy("async.shared", space="cta")  # this thread's uses of the buffer, before TMA writes it again
@@ -1459,7 +1467,7 @@ class _FmhaSm90:
         head: I32,
         batch: I32,
         sQ_tile=None,  # NVFP4_OFFLOAD_FALLBACK: this tile's Q buffer, free for O's rows
-        o_free=None,  # O_IN_V: the mbarrier the producer waits on before loading V again
+        o_free=None,  # O_IN_V: this tile's mbarrier, which the producer waits on before loading V again
     ):
         """Normalize O, write the LSE, and O through this warpgroup's rows of sO (or O as NVFP4,
         quantized here or, with NVFP4_OFFLOAD, handed over to the quantizing warps; with the

@@ -590,8 +590,10 @@ def test_wgmma_o_in_v_compiles(tmp_path, monkeypatch):
 def test_gpu_o_in_v(monkeypatch):
     """O_IN_V: at 128 x 128 the same bits as O in its own buffer (the arithmetic is the same, only
     when V loads changes) on many tiles a persistent CTA (each tile's V loads after the last
-    tile's O store has read it), one CTA per tile, GQA, key and query tails, fp16; at FA3's
-    128 x 176 (key tails inside a block, several tiles a CTA) the reference's values."""
+    tile's O store has read it), one CTA per tile, GQA, key and query tails, fp16, and causal
+    tiles without key blocks (written in session 11 after its last GPU call: first run in the
+    next GPU session); at FA3's 128 x 176 (key tails inside a block, several tiles a CTA) the
+    reference's values."""
     torch = _cuda()
     _gpu_path(torch, "wgmma")
     fmha = _fmha()
@@ -610,6 +612,19 @@ def test_gpu_o_in_v(monkeypatch):
             for out, lse in [fmha.attention(q, k, v, return_lse=True, path="wgmma") for _ in range(2)]:
                 assert torch.equal(out, want[0]) and torch.equal(lse, want[1]), f"O_IN_V differs at {(b, sq, sk, hq, hkv)}, persistent {persistent}"
     monkeypatch.setattr(sm90, "PERSISTENT", True)
+    # causal with Sq > Sk: the first tiles of each head have no key block and load no V, and
+    # their consumers may finish them before the producer has waited for the last tile's O
+    # (wait_o_stored's two barriers); O_IN_V there needs the TMA store, which causal D=128 lacks
+    monkeypatch.setattr(sm90, "TMA_STORE", {**sm90.TMA_STORE, (128, True): True})
+    g = torch.Generator(device="cuda").manual_seed(7)
+    q = torch.randn(2, 1500, 16, 128, device="cuda", generator=g).to(torch.bfloat16)
+    k, v = (torch.randn(2, 300, 16, 128, device="cuda", generator=g).to(torch.bfloat16) for _ in range(2))
+    monkeypatch.setattr(sm90, "O_IN_V", False)
+    want = fmha.attention(q, k, v, causal=True, return_lse=True, path="wgmma")
+    monkeypatch.setattr(sm90, "O_IN_V", True)
+    for out, lse in [fmha.attention(q, k, v, causal=True, return_lse=True, path="wgmma") for _ in range(2)]:
+        assert torch.equal(out, want[0]) and torch.equal(lse, want[1]), "O_IN_V differs with tiles of no key block"
+    monkeypatch.setattr(sm90, "O_IN_V", on)
     monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 176)})
     monkeypatch.setattr(sm90, "NVFP4_TILES", {(128, False): (128, 128)})
     _check(torch, torch.bfloat16, 4, 2048, 2048, 16, 16, 128, path="wgmma", seed=3)
