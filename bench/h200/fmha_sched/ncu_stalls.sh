@@ -16,4 +16,9 @@ for who in ${WHO:-ours fa3}; do
   gzip -f "$OUT/${who}_source.csv"
 done
 rm -f "$OUT"/*.ncu-rep
-ls -la "$OUT"; tail -c 400 "$OUT/ncu_ours.log"; head -20 "$OUT/ours_regions.txt"
+# (a device call returns at most 8 files: each implementation's raw pages go back as one archive)
+for who in ${WHO:-ours fa3}; do
+  tar czf "$OUT/${who}_pages.tgz" -C "$OUT" "ncu_$who.log" "${who}_raw.csv" "${who}_details.txt" "${who}_source.csv.gz" && \
+    rm -f "$OUT/ncu_$who.log" "$OUT/${who}_raw.csv" "$OUT/${who}_source.csv.gz"
+done
+ls -la "$OUT"; head -20 "$OUT/ours_regions.txt"
