@@ -210,8 +210,8 @@ TMA_STORE = {(64, False): True, (64, True): True, (128, False): True, (128, True
 # with the mainloop's, smem_o at the start of smem_v), with TMA_STORE and the bf16/fp16 output:
 # the consumer warpgroups meet (V_FREE_BARRIER) once all of them have completed the tile's last
 # P V, write O there, and each warpgroup's storing thread, once its TMA store has read its rows,
-# arrives at an mbarrier (O_FREE) that the producer waits on before the next tile's first V
-# load (its K and Q load meanwhile). It frees O's 32 KB at D=128: room for FA3's 128 x 176 tiles
+# arrives at the tile's mbarrier (two, by tile parity: _FmhaSm90.wait_o_stored) that the producer
+# waits on before the next tile's first V load (its K and Q load meanwhile). It frees O's 32 KB at D=128: room for FA3's 128 x 176 tiles
 # (two K/V stages of 44 KB and one Q buffer: 208 KB). A bool or a dict like TILES. H200
 # (bench/h200/fmha_sched/s11, w2-w4, TFLOP/s, against O's own buffer at 128 x 128): at 128 x 128
 # 694-696 / 698-702 (4x16x4096), 588-590 / 602-609 (8x32x1024): the next tile's V waits for O's
