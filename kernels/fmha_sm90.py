@@ -628,7 +628,7 @@ class _FmhaSm90:
     ):
         d = self.d
         if cutlass.const_expr(self.pdl == "start"):
-            cute.arch.griddepcontrol_launch_dependents()  # (packed split-KV, fmha_decode.COMBINE_PDL: the combine may be scheduled)
+            cute.arch.griddepcontrol_launch_dependents()  # (packed split-KV, its combine a PDL, fmha_decode.PDL_TRIGGER "start": it may be scheduled)
         tidx, _, _ = cute.arch.thread_idx()
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         first_tile, _, _ = cute.arch.block_idx()
