@@ -236,6 +236,12 @@ VARIANTS = {
     "o_in_v": {"O_IN_V": _D128_UNMASKED},
     "o_in_v176": {"O_IN_V": _D128_UNMASKED, "TILES": {**_T_NOW, (128, False): (128, 176)}, "NVFP4_TILES": {(128, False): (128, 128)}},
     "o_in_v160": {"O_IN_V": _D128_UNMASKED, "TILES": {**_T_NOW, (128, False): (128, 160)}, "NVFP4_TILES": {(128, False): (128, 128)}},
+    # O in the stage of the tile's last V (the next tile's first V loads at once; prepared in session 11, untimed)
+    "o_last_v": {"O_IN_V": {**_D128_UNMASKED, (128, False): "last_v"}},
+    "o_last_v160": {"O_IN_V": {**_D128_UNMASKED, (128, False): "last_v"}, "TILES": {**_T_NOW, (128, False): (128, 160)},
+                    "NVFP4_TILES": {(128, False): (128, 128)}},
+    "o_last_v176": {"O_IN_V": {**_D128_UNMASKED, (128, False): "last_v"}, "TILES": {**_T_NOW, (128, False): (128, 176)},
+                    "NVFP4_TILES": {(128, False): (128, 128)}},
     "o_in_v176_pp": {"O_IN_V": _D128_UNMASKED, "TILES": {**_T_NOW, (128, False): (128, 176)}, "NVFP4_TILES": {(128, False): (128, 128)},
                      "PINGPONG": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
     # FA3's loop order at D=128 without a mask (its SASS, s11/p2/c0): O rescaled after the P V

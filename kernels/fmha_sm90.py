@@ -217,6 +217,9 @@ TMA_STORE = {(64, False): True, (64, True): True, (128, False): True, (128, True
 # 694-696 / 698-702 (4x16x4096), 588-590 / 602-609 (8x32x1024): the next tile's V waits for O's
 # store; at 128 x 176 (one Q buffer) 681 / 698-702, 710-714 / 711-716 (2x16x8192), 665-672 /
 # 658-677 (1x32x16384), 542-547 / 602-609; 128 x 160 (two Q) 696, 714-719, 675-689, 541. Off.
+# "last_v" (two stages, O within one; written after session 11's last GPU call, compiled and
+# CPU-tested only): O in the stage of the tile's last V instead of the ring's start, so the next
+# tile's first V (the other stage) loads at once and only its second waits for O's store.
 O_IN_V = False
 # the producer's load order: False, a tile's Q, then K and V of each key block in turn; True,
 # FA3's order with its intra-warpgroup overlap (hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp): the
@@ -418,7 +421,8 @@ class _FmhaSm90:
         # with the fallback, whether this tile's rows were handed over)
         self.handoff_fields = 5 if self.fallback else 4
         self.tma_store = tma_store and not nvfp4_out and not group  # (TMA_STORE: the bf16/fp16 output only)
-        self.o_in_v = o_in_v and self.tma_store  # O_IN_V: O's buffer over V's ring
+        self.o_in_v = bool(o_in_v) and self.tma_store  # O_IN_V: O's buffer over V's ring
+        self.o_last_v = self.o_in_v and o_in_v == "last_v"  # (in the stage of the tile's last V)
         self.persistent = self.max_ctas < 2**31 - 1
         self.dynamic = self.persistent and self.order == "dynamic"  # tiles drawn from a counter (fetch_tile)
         self.consumer_wgs = self.block_m // 64
@@ -651,6 +655,10 @@ class _FmhaSm90:
         o_free = None  # O_IN_V: the mbarriers of O's stores having read it, tile k's at o_free + k % 2 (the producer waits on them)
         if cutlass.const_expr(self.o_in_v):
             sO = storage.v.get_tensor(self.o_stages().outer, swizzle=self.o_stages().inner)  # (64, D, warpgroup) over V's ring
+            if cutlass.const_expr(self.o_last_v):
+                # (64, D, warpgroup, V stage): O over any stage of V's ring (a stage holds O: config_for)
+                per_stage = cute.append(self.o_stages().outer, cute.make_layout(self.stages, stride=self.block_n * d))
+                sO = storage.v.get_tensor(per_stage, swizzle=self.o_stages().inner)
             o_free = storage.bar_o_free.data_ptr()
             if tidx == 0:
                 for parity in cutlass.range_constexpr(2):
@@ -832,14 +840,21 @@ class _FmhaSm90:
             pipe_q.producer_acquire(q_state)
             cute.copy(tma_q, tQg, tQs[None, q_state.index], tma_bar_ptr=pipe_q.producer_get_barrier(q_state), **q_hint)
             q_state.advance()
-            self.wait_o_stored(o_free, tiles_before)
+            if cutlass.const_expr(not self.o_last_v):
+                self.wait_o_stored(o_free, tiles_before)
             for it in cutlass.range(n_blocks, unroll=1):
                 n_block = n_block_max - 1 - it
                 pipe_k.producer_acquire(state)
                 cute.copy(tma_k, tKg[None, n_block], tKs[None, state.index], tma_bar_ptr=pipe_k.producer_get_barrier(state), **kv_hint)
+                if cutlass.const_expr(self.o_last_v):
+                    if it == 1:
+                        self.wait_o_stored(o_free, tiles_before)  # (V(1) goes to the stage of the last tile's O)
                 pipe_v.producer_acquire(state)
                 cute.copy(tma_v, tVg[None, n_block], tVs[None, state.index], tma_bar_ptr=pipe_v.producer_get_barrier(state), **kv_hint)
                 state.advance()
+            if cutlass.const_expr(self.o_last_v):
+                if n_blocks < 2:
+                    self.wait_o_stored(o_free, tiles_before)  # (every tile waits once, before the next tile's loads)
         else:
             # K_AHEAD, in the order the consumers need them: the first K (its slot is free as soon
             # as the previous tile's last S is complete) before Q (free only when every S of it
@@ -851,24 +866,35 @@ class _FmhaSm90:
             pipe_q.producer_acquire(q_state)
             cute.copy(tma_q, tQg, tQs[None, q_state.index], tma_bar_ptr=pipe_q.producer_get_barrier(q_state), **q_hint)
             q_state.advance()
-            self.wait_o_stored(o_free, tiles_before)
+            if cutlass.const_expr(not self.o_last_v):
+                self.wait_o_stored(o_free, tiles_before)
             for it in cutlass.range(1, n_blocks, unroll=1):
                 v_state = state.clone()
                 state.advance()
                 pipe_k.producer_acquire(state)
                 cute.copy(tma_k, tKg[None, n_block_max - 1 - it], tKs[None, state.index], tma_bar_ptr=pipe_k.producer_get_barrier(state), **kv_hint)
+                if cutlass.const_expr(self.o_last_v):
+                    if it == 2:
+                        self.wait_o_stored(o_free, tiles_before)  # (V(1) goes to the stage of the last tile's O)
                 pipe_v.producer_acquire(v_state)
                 cute.copy(tma_v, tVg[None, n_block_max - it], tVs[None, v_state.index], tma_bar_ptr=pipe_v.producer_get_barrier(v_state), **kv_hint)
             if n_blocks > 0:
+                if cutlass.const_expr(self.o_last_v):
+                    if n_blocks == 2:
+                        self.wait_o_stored(o_free, tiles_before)  # (this V is V(1))
                 pipe_v.producer_acquire(state)
                 cute.copy(tma_v, tVg[None, n_block_max - n_blocks], tVs[None, state.index], tma_bar_ptr=pipe_v.producer_get_barrier(state), **kv_hint)
                 state.advance()
+            if cutlass.const_expr(self.o_last_v):
+                if n_blocks < 2:
+                    self.wait_o_stored(o_free, tiles_before)  # (every tile waits once, before the next tile's loads)
         return q_state, state
 
     @cute.jit
     def wait_o_stored(self, o_free, tiles_before: I32):
-        """O_IN_V: before a tile's first V load, wait until the last tile's O (in V's ring) has
-        been read by its TMA stores. Tile k's stores arrive at o_free + k % 2, so this waits for
+        """O_IN_V: before a tile's first V load (with "last_v": before its second, V(1), which
+        goes to the stage of the last tile's O, or after its loads when it has fewer than two
+        blocks), wait until the last tile's O (in V's ring) has been read by its TMA stores. Tile k's stores arrive at o_free + k % 2, so this waits for
         completion k // 2 of that barrier, k = tiles_before - 1. Two barriers: a tile without key
         blocks loads no V, and its consumers may finish it before this wait has seen the last
         tile's completion; on one barrier they would then be two completions ahead, and the
@@ -984,6 +1010,10 @@ class _FmhaSm90:
         else:
             if cutlass.const_expr(self.dynamic):
                 next_tile = self.take_tile(sNext, n_tiles, wg)
+        if cutlass.const_expr(self.o_last_v):
+            # O_IN_V "last_v": O goes to the stage before the next one to load (the one of this
+            # tile's last V, or of the last tile's O when this tile has no key block)
+            o_free_tile = (o_free_tile, (state.index + self.stages - 1) % self.stages)
         # every S wgmma of this tile is complete: Q's buffer may take the next tile's (with
         # NVFP4_OFFLOAD_FALLBACK once the epilogue, which may stage O's rows there, is done)
         sQ_tile = None
@@ -1546,7 +1576,11 @@ class _FmhaSm90:
         # the accumulator fragment of one warpgroup's 64 x D tile, whichever warpgroup it is
         r2s = _r2s_tiled_copy(self.dtype, self.pv_mma(1), self.stmatrix)
         thr_r2s = r2s.get_slice(ct % 128)
-        stage = sO[None, None, wg]
+        if cutlass.const_expr(self.o_last_v):
+            o_free, o_stage = o_free  # (the tile's mbarrier, and the V stage its O takes)
+            stage = sO[None, None, wg, o_stage]
+        else:
+            stage = sO[None, None, wg]
         if cutlass.const_expr(self.o_in_v):
             # every warpgroup's last P V wgmma is complete (each waited for its own): V's ring is
             # free (the producer loads no V until o_free; the last tile's stores have read O)
@@ -1799,7 +1833,7 @@ class Config(NamedTuple):
     cluster: int = 1  # CLUSTER: CTAs that share each K/V tile by multicast
     nvfp4_offload: bool = False  # NVFP4_OFFLOAD (read only with the NVFP4 output)
     nvfp4_fallback: bool | str = False  # NVFP4_OFFLOAD_FALLBACK (with NVFP4_OFFLOAD and two Q buffers; or "always")
-    o_in_v: bool = False  # O_IN_V (with TMA_STORE, the bf16/fp16 output only)
+    o_in_v: bool | str = False  # O_IN_V (with TMA_STORE, the bf16/fp16 output only; or "last_v")
 
 
 def _per_config(knob, head_dim: int, masked: bool):
@@ -1834,9 +1868,14 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
     p_smem = bool(_per_config(P_SMEM, head_dim, masked))
 
     tma_store = bool(_per_config(TMA_STORE, head_dim, masked))
-    o_in_v = bool(_per_config(O_IN_V, head_dim, masked)) and tma_store and not nvfp4_out  # (as _FmhaSm90 takes it)
+    o_in_v = _per_config(O_IN_V, head_dim, masked)
+    if o_in_v not in (False, True, "last_v"):
+        raise ValueError(f"O_IN_V must be False, True or 'last_v' (or a dict of them like TILES), not {O_IN_V!r}")
+    o_in_v = o_in_v if tma_store and not nvfp4_out else False  # (as _FmhaSm90 takes it)
     if o_in_v and block_m > stages * block_n:
         raise ValueError(f"O_IN_V: O's {block_m} x {head_dim} tile does not fit the V ring's {stages} x {block_n} rows")
+    if o_in_v == "last_v" and (stages != 2 or block_m > block_n):
+        raise ValueError(f"O_IN_V 'last_v' takes two K/V stages and O ({block_m} rows) within one ({block_n} rows)")
 
     def smem_bytes(q_buffers: int) -> int:
         """Barriers (the first kilobyte), Q's buffers, O (unless O_IN_V), the K and V rings, P's tile (P_SMEM)."""

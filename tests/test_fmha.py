@@ -584,6 +584,20 @@ def test_wgmma_o_in_v_compiles(tmp_path, monkeypatch):
     monkeypatch.setattr(sm90, "CLUSTER", 2)
     with pytest.raises(ValueError, match="O_IN_V takes CLUSTER = 1"):
         sm90.config_for(128, False, False)
+    monkeypatch.setattr(sm90, "CLUSTER", 1)
+    # "last_v": O in the stage of the tile's last V; the producer's wait moves to V(1) (three
+    # places: in the loop, a two-block tile's last V, after a tile of fewer blocks)
+    monkeypatch.setattr(sm90, "O_IN_V", {(64, False): "last_v", (64, True): False, (128, False): "last_v", (128, True): False})
+    last = sm90.config_for(128, False, False)
+    assert last.o_in_v == "last_v" and last[:2] == (128, 176)
+    ptx_last = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, last).__ptx__
+    assert waits(ptx_last) == waits(plain) + 3 and arrives(ptx_last) == arrives(plain) + 1
+    assert "ld.local" not in ptx_last and "st.local" not in ptx_last
+    with pytest.raises(ValueError, match="'last_v' takes two K/V stages and O \\(192 rows\\) within one \\(128 rows\\)"):
+        sm90.config_for(64, False, False)  # (192 x 128 at D=64: O's 192 rows span two stages)
+    monkeypatch.setattr(sm90, "O_IN_V", "first")
+    with pytest.raises(ValueError, match="O_IN_V must be False, True or 'last_v'"):
+        sm90.config_for(128, False, False)
 
 
 @pytest.mark.gpu
@@ -608,9 +622,10 @@ def test_gpu_o_in_v(monkeypatch):
             k, v = (torch.randn(b, sk, hkv, 128, device="cuda", generator=g).to(dtype) for _ in range(2))
             monkeypatch.setattr(sm90, "O_IN_V", False)
             want = fmha.attention(q, k, v, return_lse=True, path="wgmma")
-            monkeypatch.setattr(sm90, "O_IN_V", on)
-            for out, lse in [fmha.attention(q, k, v, return_lse=True, path="wgmma") for _ in range(2)]:
-                assert torch.equal(out, want[0]) and torch.equal(lse, want[1]), f"O_IN_V differs at {(b, sq, sk, hq, hkv)}, persistent {persistent}"
+            for mode in (True, "last_v"):  # (last_v written after session 11's last GPU call)
+                monkeypatch.setattr(sm90, "O_IN_V", {**on, (128, False): mode})
+                for out, lse in [fmha.attention(q, k, v, return_lse=True, path="wgmma") for _ in range(2)]:
+                    assert torch.equal(out, want[0]) and torch.equal(lse, want[1]), f"O_IN_V {mode} differs at {(b, sq, sk, hq, hkv)}, persistent {persistent}"
     monkeypatch.setattr(sm90, "PERSISTENT", True)
     # causal with Sq > Sk: the first tiles of each head have no key block and load no V, and
     # their consumers may finish them before the producer has waited for the last tile's O
@@ -621,15 +636,20 @@ def test_gpu_o_in_v(monkeypatch):
     k, v = (torch.randn(2, 300, 16, 128, device="cuda", generator=g).to(torch.bfloat16) for _ in range(2))
     monkeypatch.setattr(sm90, "O_IN_V", False)
     want = fmha.attention(q, k, v, causal=True, return_lse=True, path="wgmma")
-    monkeypatch.setattr(sm90, "O_IN_V", True)
-    for out, lse in [fmha.attention(q, k, v, causal=True, return_lse=True, path="wgmma") for _ in range(2)]:
-        assert torch.equal(out, want[0]) and torch.equal(lse, want[1]), "O_IN_V differs with tiles of no key block"
+    for mode in (True, "last_v"):
+        monkeypatch.setattr(sm90, "O_IN_V", {**on, (128, True): mode})
+        for out, lse in [fmha.attention(q, k, v, causal=True, return_lse=True, path="wgmma") for _ in range(2)]:
+            assert torch.equal(out, want[0]) and torch.equal(lse, want[1]), f"O_IN_V {mode} differs with tiles of no key block"
     monkeypatch.setattr(sm90, "O_IN_V", on)
     monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 176)})
     monkeypatch.setattr(sm90, "NVFP4_TILES", {(128, False): (128, 128)})
     _check(torch, torch.bfloat16, 4, 2048, 2048, 16, 16, 128, path="wgmma", seed=3)
     _check(torch, torch.bfloat16, 2, 1000, 1100, 8, 2, 128, path="wgmma")
     _check(torch, torch.float16, 1, 777, 4096, 4, 1, 128, False, (-1, -1), True, path="wgmma", seed=5)
+    monkeypatch.setattr(sm90, "O_IN_V", {**on, (128, False): "last_v"})
+    _check(torch, torch.bfloat16, 4, 2048, 2048, 16, 16, 128, path="wgmma", seed=4)
+    _check(torch, torch.bfloat16, 2, 1000, 300, 8, 2, 128, path="wgmma")  # (two-block tiles: 300 keys, 176 a block)
+    _check(torch, torch.bfloat16, 2, 3000, 100, 8, 2, 128, path="wgmma")  # (one-block tiles, several a CTA)
 
 
 @pytest.mark.gpu
