@@ -30,13 +30,11 @@ def call_kernels(fn, calls: int) -> list[list[dict]]:
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
-    marker = torch.cuda.Event()
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         for _ in range(calls):
             flush.zero_()
             torch.cuda._sleep(SPIN_CYCLES)
             fn()
-        marker.record()
         torch.cuda.synchronize()
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         prof.export_chrome_trace(f.name)
