@@ -85,7 +85,8 @@ COMBINE_WARPS = 4  # combine: one warp per packed row, 4 rows per CTA
 # 2x32x16 queries x 32768 keys (16 splits) 304-310 / 318-329, 8x32x16 x 4096 (4 splits) 233-238 /
 # 233-242, but 4x32x64 x 8192 and 2x32x128 x 32768 (2 splits each) 532-533 / 520-530 and 664-667 /
 # 658-663: the early-scheduled combine CTAs cost a many-split kernel more than the launch gap they
-# save. Off (session 6 had it on); PDL for small split counts only is untried.
+# save. Off (session 6 had it on); for small split counts the packed wgmma split kernel takes
+# it anyway (fmha_sm90.SPLIT_COMBINE_PDL_MAX, session 11).
 COMBINE_PDL = False
 # where the packed wgmma split kernel (fmha_sm90), when its combine is a PDL (COMBINE_PDL, or
 # fmha_sm90.SPLIT_COMBINE_PDL_MAX), allows the combine: "start", at each CTA's start (as the

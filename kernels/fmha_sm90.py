@@ -211,8 +211,9 @@ TMA_STORE = {(64, False): True, (64, True): True, (128, False): True, (128, True
 # the consumer warpgroups meet (V_FREE_BARRIER) once all of them have completed the tile's last
 # P V, write O there, and each warpgroup's storing thread, once its TMA store has read its rows,
 # arrives at the tile's mbarrier (two, by tile parity: _FmhaSm90.wait_o_stored) that the producer
-# waits on before the next tile's first V load (its K and Q load meanwhile). It frees O's 32 KB at D=128: room for FA3's 128 x 176 tiles
-# (two K/V stages of 44 KB and one Q buffer: 208 KB). A bool or a dict like TILES. H200
+# waits on before the next tile's first V load (its K and Q load meanwhile). It frees O's 32 KB
+# at D=128: room for FA3's 128 x 176 tiles (two K/V stages of 44 KB and one Q buffer: 208 KB).
+# False, True, or "last_v" (below); or a dict like TILES. H200
 # (bench/h200/fmha_sched/s11, w2-w4, TFLOP/s, against O's own buffer at 128 x 128): at 128 x 128
 # 694-696 / 698-702 (4x16x4096), 588-590 / 602-609 (8x32x1024): the next tile's V waits for O's
 # store; at 128 x 176 (one Q buffer) 681 / 698-702, 710-714 / 711-716 (2x16x8192), 665-672 /
@@ -894,8 +895,9 @@ class _FmhaSm90:
     def wait_o_stored(self, o_free, tiles_before: I32):
         """O_IN_V: before a tile's first V load (with "last_v": before its second, V(1), which
         goes to the stage of the last tile's O, or after its loads when it has fewer than two
-        blocks), wait until the last tile's O (in V's ring) has been read by its TMA stores. Tile k's stores arrive at o_free + k % 2, so this waits for
-        completion k // 2 of that barrier, k = tiles_before - 1. Two barriers: a tile without key
+        blocks), wait until the last tile's O (in V's ring) has been read by its TMA stores.
+        Tile k's stores arrive at o_free + k % 2, so this waits for completion k // 2 of that
+        barrier, k = tiles_before - 1. Two barriers: a tile without key
         blocks loads no V, and its consumers may finish it before this wait has seen the last
         tile's completion; on one barrier they would then be two completions ahead, and the
         parity wait would take the later for the earlier and wait forever. With two, their next
