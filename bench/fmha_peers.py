@@ -254,6 +254,14 @@ VARIANTS = {
     # (session 6's) or once each CTA's producer has issued its last load
     "pdl_start": {"fmha_decode.COMBINE_PDL": True, "fmha_decode.PDL_TRIGGER": "start"},
     "pdl_last_load": {"fmha_decode.COMBINE_PDL": True, "fmha_decode.PDL_TRIGGER": "last_load"},
+    # session 12: O's rescale skipped in a warp whose rows keep their maxima (FA4's conditional
+    # rescale): 0.0 only where no maximum grew (bit-identical), 8.0 FA4's stale-maximum threshold;
+    # with 128 x 160 / 176 (fewer blocks a tile, so fewer rescales to skip)
+    "rescale0": {"RESCALE_THRESHOLD": 0.0},
+    "rescale8": {"RESCALE_THRESHOLD": 8.0},
+    "rescale8_d128": {"RESCALE_THRESHOLD": {(64, False): None, (64, True): None, (128, False): 8.0, (128, True): 8.0}},
+    "rescale8_lv160": {"RESCALE_THRESHOLD": 8.0, "O_IN_V": {**_D128_UNMASKED, (128, False): "last_v"},
+                       "TILES": {**_T_NOW, (128, False): (128, 160)}, "NVFP4_TILES": {(128, False): (128, 128)}},
     "d128_160_persistent": {"TILES": {**_T128, (128, False): (128, 160)},
                             "PERSISTENT": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
 }
@@ -449,7 +457,7 @@ def variants(torch, names, rows: list, cases=VARIANT_CASES):
     from kernels import fmha_decode
 
     decode_saved = {"COMBINE_PDL": fmha_decode.COMBINE_PDL, "PDL_TRIGGER": fmha_decode.PDL_TRIGGER}  # knobs of kernels.fmha_decode a variant may name as "fmha_decode.X"
-    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES", "P_SMEM", "LATE_RESCALE", "SOFTMAX_INTERLEAVED", "MASK_RELATIVE", "STMATRIX", "TMA_STORE", "K_AHEAD", "V_WAIT_LATE", "CACHE_HINTS", "Q_STAGES", "CLUSTER", "NVFP4_OFFLOAD", "NVFP4_OFFLOAD_FALLBACK", "O_IN_V", "NVFP4_TILES", "SPLIT_TILES", "SPLIT_COMBINE_PDL_MAX")}
+    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES", "P_SMEM", "LATE_RESCALE", "SOFTMAX_INTERLEAVED", "MASK_RELATIVE", "STMATRIX", "TMA_STORE", "K_AHEAD", "V_WAIT_LATE", "CACHE_HINTS", "Q_STAGES", "CLUSTER", "NVFP4_OFFLOAD", "NVFP4_OFFLOAD_FALLBACK", "O_IN_V", "NVFP4_TILES", "SPLIT_TILES", "SPLIT_COMBINE_PDL_MAX", "RESCALE_THRESHOLD")}
     for name in names:
         knobs = VARIANTS[name.split("#")[0]]
         try:

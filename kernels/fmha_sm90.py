@@ -175,6 +175,15 @@ LATE_RESCALE = {(64, False): True, (64, True): True, (128, False): False, (128, 
 # 341 (at 128 x 128); D=128 with a diagonal -0.5..2% (causal 610 / 615, window 493-494 / 498, sink
 # 656-657 / 662). D=64 causal at 192 x 128 was timed without it (s8 c2/c4), so it stays off there.
 SOFTMAX_INTERLEAVED = {(64, False): True, (64, True): False, (128, False): False, (128, True): False}
+# O's rescale skipped while the row maxima stay (FA4's conditional rescale): a row keeps its old
+# maximum as the exponent's reference while the block's maximum exceeds it by at most this much
+# (log2 units, scores times softmax_scale * log2(e)), and a consumer warp whose 16 rows all keep
+# theirs (`vote.any` over the correction factors) skips O's multiplies. P is then at most
+# 2^RESCALE_THRESHOLD before its normalization by the row sum, which uses the same reference.
+# None: every block rescales (no vote); 0.0 skips only where no row's maximum grew (bit-identical
+# to None: the factor is exactly 1 there); FA4 takes 8.0 for 16-bit inputs. A value or a dict like
+# TILES. Prepared in session 12; first timing pending.
+RESCALE_THRESHOLD = None
 # the element mask: False, each value's column index against the row's limits (a column index
 # per value, which LLVM hoists out of the key loop: registers held across it); True, the row's
 # limits relative to its first column against each value's offset from it, a constant while
@@ -380,11 +389,44 @@ def _wgmma_issue(tiled_mma: cute.TiledMma, acc: cute.Tensor, a: cute.Tensor, b: 
 
 
 @cute.jit
-def _rescale(acc_O: cute.Tensor, corr: cute.Tensor):
-    """O's rows times the online softmax's correction factors."""
+def _rescale(acc_O: cute.Tensor, corr: cute.Tensor, conditional: cutlass.Constexpr = False):
+    """O's rows times the online softmax's correction factors; `conditional` (RESCALE_THRESHOLD):
+    not in a warp where every row's factor is 1 (the warp's lanes take the branch together)."""
     O = _mn_view(acc_O)
-    for r in cutlass.range_constexpr(cute.size(corr)):
-        O[r, None] = O[r, None].load() * corr[r]
+    if cutlass.const_expr(conditional):
+        grew = corr[0] != F32(1.0)
+        for r in cutlass.range_constexpr(1, cute.size(corr)):
+            grew = grew | (corr[r] != F32(1.0))
+        if cute.arch.vote_any_sync(grew):
+            for r in cutlass.range_constexpr(cute.size(corr)):
+                O[r, None] = O[r, None].load() * corr[r]
+    else:
+        for r in cutlass.range_constexpr(cute.size(corr)):
+            O[r, None] = O[r, None].load() * corr[r]
+
+
+def _row_reference(m_old: F32, m_blk: F32, scale_log2: F32, threshold: cutlass.Constexpr):
+    """The online softmax's new reference for one row: (the maximum to keep, it times scale_log2
+    for the exponents to subtract, whether the old one is kept). threshold None: the running
+    maximum (a row with nothing yet subtracts 0); a number: the old reference while the block's
+    maximum exceeds it by at most `threshold` log2 units (RESCALE_THRESHOLD)."""
+    m_new = cute.arch.fmax(m_old, m_blk)
+    m_safe = cutlass.select_(m_new == -F32.inf, F32(0.0), m_new) * scale_log2  # a row with nothing yet
+    keep = None
+    if cutlass.const_expr(threshold is not None):
+        # (NaN when both are -inf, a row with nothing yet: not kept, as above)
+        keep = (m_new - m_old) * scale_log2 <= F32(threshold)
+        m_new = cutlass.select_(keep, m_old, m_new)
+        m_safe = cutlass.select_(keep, m_old * scale_log2, m_safe)
+    return m_new, m_safe, keep
+
+
+def _correction(m_old: F32, m_safe: F32, scale_log2: F32, keep) -> F32:
+    """O's (and the row sum's) factor for a new reference: exactly 1 where the old one is kept."""
+    corr = cute.math.exp2(m_old * scale_log2 - m_safe, fastmath=True)
+    if cutlass.const_expr(keep is not None):
+        corr = cutlass.select_(keep, F32(1.0), corr)
+    return corr
 
 
 def _r2s_tiled_copy(dtype, mma: cute.TiledMma, stmatrix: bool) -> cute.TiledCopy:
@@ -412,8 +454,9 @@ class _FmhaSm90:
             self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas, self.fma_cols, self.order,
             self.mask_loops, self.section_bytes, self.p_smem, self.late_rescale, self.interleaved, self.mask_relative,
             self.stmatrix, tma_store, self.k_ahead, self.v_wait_late, self.cache_hints, self.q_stages, self.cluster,
-            nvfp4_offload, nvfp4_fallback, o_in_v,
+            nvfp4_offload, nvfp4_fallback, o_in_v, self.rescale_threshold,
         ) = config  # fmt: skip
+        self.conditional_rescale = self.rescale_threshold is not None  # RESCALE_THRESHOLD: O's rescale under a warp vote
         # NVFP4_OFFLOAD: O's quantization by QUANTIZER_THREADS of the producer warpgroup (nvfp4_out only)
         self.offload = nvfp4_offload and nvfp4_out and not group
         self.fallback = self.offload and bool(nvfp4_fallback)  # NVFP4_OFFLOAD_FALLBACK
@@ -1001,7 +1044,7 @@ class _FmhaSm90:
             pipe_v.consumer_wait(state)
             self.mma_turn_wait(wg)
             if cutlass.const_expr(not self.late_rescale):
-                _rescale(acc_O, corr)  # (LATE_RESCALE: done after the last softmax; O is zero after the first)
+                _rescale(acc_O, corr, self.conditional_rescale)  # (LATE_RESCALE: done after the last softmax; O is zero after the first)
             _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, state.index], False)
             self.mma_turn_done(wg)
             if cutlass.const_expr(self.dynamic):
@@ -1145,7 +1188,7 @@ class _FmhaSm90:
             self.mma_turn_wait(wg)
             _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
             if cutlass.const_expr(not self.late_rescale):
-                _rescale(acc_O, corr)
+                _rescale(acc_O, corr, self.conditional_rescale)
             if cutlass.const_expr(self.v_wait_late):
                 pipe_v.consumer_wait(v_state)
             _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, v_state.index], False)
@@ -1156,10 +1199,10 @@ class _FmhaSm90:
             warpgroup.wait_group(0)
             pipe_v.consumer_release(v_state)
             if cutlass.const_expr(self.late_rescale):
-                _rescale(acc_O, corr)
+                _rescale(acc_O, corr, self.conditional_rescale)
         else:
             self.mma_turn_wait(wg)
-            _rescale(acc_O, corr)
+            _rescale(acc_O, corr, self.conditional_rescale)
             _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, v_state.index], False)
             _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
             self.mma_turn_done(wg)
@@ -1368,13 +1411,12 @@ class _FmhaSm90:
             s_row = S[r, None].load()
             m_blk = quad_allreduce(s_row.reduce(cute.ReductionOp.MAX, -F32.inf, 0), fmax)
             m_old = row_max[r]
-            m_new = cute.arch.fmax(m_old, m_blk)
-            m_safe = cutlass.select_(m_new == -F32.inf, F32(0.0), m_new) * scale_log2  # a row with nothing yet
+            m_new, m_safe, keep = _row_reference(m_old, m_blk, scale_log2, self.rescale_threshold)
             # EXP2_FMA: some columns' exp2 by polynomial on the FMA units, the rest on MUFU
             from kernels.fmha import exp2_row  # (kernels.fmha imports this module)
 
             p = exp2_row(S, r, s_row * scale_log2 - m_safe, self.fma_cols)
-            corr[r] = cute.math.exp2(m_old * scale_log2 - m_safe, fastmath=True)
+            corr[r] = _correction(m_old, m_safe, scale_log2, keep)
             row_sum[r] = row_sum[r] * corr[r] + p.reduce(cute.ReductionOp.ADD, F32(0.0), 0)
             row_max[r] = m_new
             S[r, None] = p
@@ -1461,9 +1503,8 @@ class _FmhaSm90:
                 part[c % 4] = cute.arch.fmax(part[c % 4], S[r, c])
             m_blk = quad_allreduce(cute.arch.fmax(cute.arch.fmax(part[0], part[1]), cute.arch.fmax(part[2], part[3])), fmax)
             m_old = row_max[r]
-            m_new = cute.arch.fmax(m_old, m_blk)
-            m_safe = cutlass.select_(m_new == -F32.inf, F32(0.0), m_new) * scale_log2  # a row with nothing yet
-            corr[r] = cute.math.exp2(m_old * scale_log2 - m_safe, fastmath=True)
+            m_new, m_safe, keep = _row_reference(m_old, m_blk, scale_log2, self.rescale_threshold)
+            corr[r] = _correction(m_old, m_safe, scale_log2, keep)
             row_max[r] = m_new
             m_scaled.append(m_safe)
         sums = [[F32(0.0), F32(0.0)], [F32(0.0), F32(0.0)]][:rows]
@@ -1836,6 +1877,7 @@ class Config(NamedTuple):
     nvfp4_offload: bool = False  # NVFP4_OFFLOAD (read only with the NVFP4 output)
     nvfp4_fallback: bool | str = False  # NVFP4_OFFLOAD_FALLBACK (with NVFP4_OFFLOAD and two Q buffers; or "always")
     o_in_v: bool | str = False  # O_IN_V (with TMA_STORE, the bf16/fp16 output only; or "last_v")
+    rescale_threshold: float | None = None  # RESCALE_THRESHOLD
 
 
 def _per_config(knob, head_dim: int, masked: bool):
@@ -1887,6 +1929,10 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
             + (block_m * block_n * 2 if p_smem else 0)
         )  # fmt: skip
 
+    rescale_threshold = _per_config(RESCALE_THRESHOLD, head_dim, masked)
+    if rescale_threshold is not None and not (isinstance(rescale_threshold, (int, float)) and 0 <= rescale_threshold <= 16):
+        raise ValueError(f"RESCALE_THRESHOLD must be None or a number of log2 units in [0, 16] (or a dict like TILES), not {RESCALE_THRESHOLD!r}")
+    rescale_threshold = None if rescale_threshold is None else float(rescale_threshold)
     cluster = _per_config(CLUSTER, head_dim, masked)
     if cluster not in (1, 2):
         raise ValueError(f"CLUSTER must be 1 or 2 (or a dict of them like TILES), not {CLUSTER!r}")
@@ -1924,6 +1970,7 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
         offload,
         fallback if offload and q_stages == 2 else False,
         o_in_v,
+        rescale_threshold,
     )  # fmt: skip
 
 

@@ -600,6 +600,88 @@ def test_wgmma_o_in_v_compiles(tmp_path, monkeypatch):
         sm90.config_for(128, False, False)
 
 
+def test_rescale_threshold_compiles(monkeypatch, tmp_path):
+    """RESCALE_THRESHOLD: O's rescale under a warp vote in each place it runs (D=128 without a
+    mask: in the key loop and before the tile's last P V; with LATE_RESCALE after each key loop's
+    softmax: D=128 causal's two loops, D=64's one), no local memory; None builds no vote; values
+    outside [0, 16] are refused."""
+    sm90 = _fmha().fmha_sm90
+    for d, right, votes in ((128, False, 2), (128, True, 2), (64, False, 1)):
+        base = sm90.config_for(d, False, right)
+        plain = sm90._compile.__wrapped__("bfloat16", d, False, right, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, base._replace(rescale_threshold=None)).__ptx__
+        ptx = sm90._compile.__wrapped__("bfloat16", d, False, right, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, base._replace(rescale_threshold=8.0)).__ptx__
+        assert "vote.sync.any" not in plain
+        assert len(re.findall(r"vote\.sync\.any\.pred", ptx)) == votes, (d, right)
+        assert "ld.local" not in ptx and "st.local" not in ptx
+    for bad in (-1.0, 17.0, "8"):
+        monkeypatch.setattr(sm90, "RESCALE_THRESHOLD", bad)
+        with pytest.raises(ValueError, match="RESCALE_THRESHOLD must be None or a number"):
+            sm90.config_for(128, False, False)
+    monkeypatch.setattr(sm90, "RESCALE_THRESHOLD", {(64, False): None, (64, True): None, (128, False): 8, (128, True): None})
+    assert sm90.config_for(128, False, False).rescale_threshold == 8.0 and sm90.config_for(128, False, True).rescale_threshold is None
+
+
+def _ramp_inputs(torch, b, s, h, d, log2_per_block, block_n=128, seed=0):
+    """Random q, k, v whose scores also rise by `log2_per_block[h]` (log2 units, softmax_scale
+    included) every block_n keys in the order the kernel visits key blocks (the last first), so
+    the row maxima grow block after block: by less, about as much and more than a threshold."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = torch.randn(b, s, h, d, device="cuda", generator=g)
+    k = torch.randn(b, s, h, d, device="cuda", generator=g)
+    v = torch.randn(b, s, h, d, device="cuda", generator=g)
+    q[..., 0] = 1.0
+    per_key = torch.tensor(log2_per_block, device="cuda") / (block_n * math.log2(math.e) / math.sqrt(d))
+    k[..., 0] = (s - torch.arange(s, device="cuda", dtype=torch.float32))[:, None] * per_key[None, :]
+    return q.bfloat16(), k.bfloat16(), v.bfloat16()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d", [64, 128])
+def test_gpu_rescale_threshold(d, monkeypatch):
+    """RESCALE_THRESHOLD 0: the same bits as every block rescaling (a factor of exactly 1 is what
+    the skip leaves out), on causal/window/sink/GQA/tails; 8 (FA4's): the reference's values on
+    those, and on scores whose row maxima grow by 0.5 to 100 log2 units a block (rows that keep a
+    stale reference, P up to 2^8 before normalizing, and rows that must rescale), with an error
+    no larger than every block rescaling gives."""
+    torch = _cuda()
+    _gpu_path(torch, "wgmma")
+    fmha = _fmha()
+    sm90 = fmha.fmha_sm90
+    cases = [
+        dict(b=2, sq=1000, sk=1100, hq=8, hkv=2, causal=True, window=(-1, -1), sink=False, dtype=torch.bfloat16),
+        dict(b=1, sq=2048, sk=2048, hq=4, hkv=4, causal=False, window=(300, 40), sink=True, dtype=torch.float16),
+        dict(b=1, sq=777, sk=3000, hq=4, hkv=1, causal=False, window=(-1, -1), sink=False, dtype=torch.bfloat16),
+        dict(b=2, sq=1100, sk=300, hq=4, hkv=2, causal=True, window=(-1, -1), sink=False, dtype=torch.bfloat16),  # (tiles without blocks)
+    ]
+    for c in cases:
+        g = torch.Generator(device="cuda").manual_seed(c["sq"])
+        q = torch.randn(c["b"], c["sq"], c["hq"], d, device="cuda", generator=g).to(c["dtype"])
+        k, v = (torch.randn(c["b"], c["sk"], c["hkv"], d, device="cuda", generator=g).to(c["dtype"]) for _ in range(2))
+        sink = torch.randn(c["hq"], device="cuda", generator=g) * 2 if c["sink"] else None
+        run = lambda: fmha.attention(q, k, v, causal=c["causal"], window=c["window"], sink=sink, return_lse=True, path="wgmma")  # noqa: E731
+        monkeypatch.setattr(sm90, "RESCALE_THRESHOLD", None)
+        want = run()
+        monkeypatch.setattr(sm90, "RESCALE_THRESHOLD", 0.0)
+        got = run()
+        assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1]), f"threshold 0 differs from every block rescaling at {c}"
+    monkeypatch.setattr(sm90, "RESCALE_THRESHOLD", 8.0)
+    _check_knob_shapes(torch, d)
+    _check(torch, torch.bfloat16, 2, 1100, 300, 4, 2, d, True, (-1, -1), False, path="wgmma", seed=7)
+    growth = [0.5, 4.0, 7.9, 8.1, 12.0, 20.0, 100.0, 0.0]
+    for causal in (False, True):
+        q, k, v = _ramp_inputs(torch, 2, 2048, len(growth), d, growth)
+        ref, ref_lse = fmha.reference_attention(q, k, v, causal)
+        errs = {}
+        for threshold in (None, 8.0):
+            monkeypatch.setattr(sm90, "RESCALE_THRESHOLD", threshold)
+            out, lse = fmha.attention(q, k, v, causal=causal, return_lse=True, path="wgmma")
+            assert torch.isfinite(out).all() and torch.isfinite(lse).all(), f"non-finite values, threshold {threshold}"
+            errs[threshold] = ((out.double() - ref).norm(dim=-1) / ref.norm(dim=-1).clamp_min(1e-30)).amax(dim=(0, 1))  # (a head each)
+            assert (lse.double() - ref_lse).abs().max().item() <= 1e-3 * ref_lse.abs().max().item(), f"LSE, threshold {threshold}"
+        assert (errs[8.0] <= 1e-2).all(), f"row errors by head {errs[8.0].tolist()}"
+        assert (errs[8.0] <= 1.5 * errs[None] + 1e-3).all(), f"threshold 8 {errs[8.0].tolist()} against {errs[None].tolist()}"
+
+
 @pytest.mark.gpu
 def test_gpu_o_in_v(monkeypatch):
     """O_IN_V: at 128 x 128 the same bits as O in its own buffer (the arithmetic is the same, only
