@@ -260,6 +260,26 @@ VARIANTS = {
     "rescale0": {"RESCALE_THRESHOLD": 0.0},
     "rescale8": {"RESCALE_THRESHOLD": 8.0},
     "rescale8_d128": {"RESCALE_THRESHOLD": {(64, False): None, (64, True): None, (128, False): 8.0, (128, True): 8.0}},
+    "rescale8_d64": {"RESCALE_THRESHOLD": {(64, False): 8.0, (64, True): None, (128, False): None, (128, True): None}},
+    "rescale8_unmasked": {"RESCALE_THRESHOLD": {(64, False): 8.0, (64, True): None, (128, False): 8.0, (128, True): None}},
+    # with the skip, FA3's places for O's rescale at D=128 without a mask: after the P V completes
+    # (LATE_RESCALE lost 3% there in session 11), and the scheduler barrier between the consumers
+    "rescale8_late128": {"RESCALE_THRESHOLD": 8.0, "LATE_RESCALE": True},
+    "rescale8_pp128": {"RESCALE_THRESHOLD": 8.0, "PINGPONG": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
+    "rescale8_late_pp128": {"RESCALE_THRESHOLD": 8.0, "LATE_RESCALE": True,
+                            "PINGPONG": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
+    # (against session 12's defaults: the skip and, at D=128, the scheduler barrier without a mask)
+    "rescale8_c128": {"RESCALE_THRESHOLD": {(64, False): 8.0, (64, True): None, (128, False): 8.0, (128, True): 8.0}},
+    "rescale8_pp_c128": {"RESCALE_THRESHOLD": {(64, False): 8.0, (64, True): None, (128, False): 8.0, (128, True): 8.0},
+                         "PINGPONG": True},
+    "rescale8_c64": {"RESCALE_THRESHOLD": {(64, False): 8.0, (64, True): 8.0, (128, False): 8.0, (128, True): None}},
+    "s11_defaults": {"RESCALE_THRESHOLD": None, "PINGPONG": {(64, False): True, (64, True): True, (128, False): False, (128, True): False}},
+    "pp128": {"RESCALE_THRESHOLD": None, "PINGPONG": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
+    "rescale0_pp128": {"RESCALE_THRESHOLD": {(64, False): 0.0, (64, True): None, (128, False): 0.0, (128, True): None},
+                       "PINGPONG": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
+    "rescale0_d128_pp128": {"RESCALE_THRESHOLD": {(64, False): None, (64, True): None, (128, False): 0.0, (128, True): None},
+                            "PINGPONG": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
+    "split_rescale8": {"SPLIT_RESCALE_THRESHOLD": 8.0},  # the packed split-KV (decode) kernel with the skip
     "rescale8_lv160": {"RESCALE_THRESHOLD": 8.0, "O_IN_V": {**_D128_UNMASKED, (128, False): "last_v"},
                        "TILES": {**_T_NOW, (128, False): (128, 160)}, "NVFP4_TILES": {(128, False): (128, 128)}},
     "d128_160_persistent": {"TILES": {**_T128, (128, False): (128, 160)},
@@ -457,7 +477,7 @@ def variants(torch, names, rows: list, cases=VARIANT_CASES):
     from kernels import fmha_decode
 
     decode_saved = {"COMBINE_PDL": fmha_decode.COMBINE_PDL, "PDL_TRIGGER": fmha_decode.PDL_TRIGGER}  # knobs of kernels.fmha_decode a variant may name as "fmha_decode.X"
-    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES", "P_SMEM", "LATE_RESCALE", "SOFTMAX_INTERLEAVED", "MASK_RELATIVE", "STMATRIX", "TMA_STORE", "K_AHEAD", "V_WAIT_LATE", "CACHE_HINTS", "Q_STAGES", "CLUSTER", "NVFP4_OFFLOAD", "NVFP4_OFFLOAD_FALLBACK", "O_IN_V", "NVFP4_TILES", "SPLIT_TILES", "SPLIT_COMBINE_PDL_MAX", "RESCALE_THRESHOLD")}
+    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES", "P_SMEM", "LATE_RESCALE", "SOFTMAX_INTERLEAVED", "MASK_RELATIVE", "STMATRIX", "TMA_STORE", "K_AHEAD", "V_WAIT_LATE", "CACHE_HINTS", "Q_STAGES", "CLUSTER", "NVFP4_OFFLOAD", "NVFP4_OFFLOAD_FALLBACK", "O_IN_V", "NVFP4_TILES", "SPLIT_TILES", "SPLIT_COMBINE_PDL_MAX", "RESCALE_THRESHOLD", "SPLIT_RESCALE_THRESHOLD")}
     for name in names:
         knobs = VARIANTS[name.split("#")[0]]
         try:

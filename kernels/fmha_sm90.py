@@ -118,6 +118,8 @@ INTRA_WG_OVERLAP = True
 # within the noise, kept as FA3 does); with two (128 x 128) within +-2% in an earlier run
 # (RESULTS.md), and at D=128 causal with SECTION_BYTES even again (s9/sec2: 638 / 639, 683 /
 # 684). D=64 causal (192 x 128) with SECTION_BYTES: 457-459 against 452-453, 16x8x2048 378 / 372-373.
+# At D=128 without a mask (s12/h, against off): 4x16x4096 686-691 / 689-691, 2x16x8192 693-695 /
+# 698, 1x32x16384 649-656 / 652-662, 8x32x1024 599 / 593-595, Sq=128 decode 624 / 617-619: off.
 PINGPONG = {(64, False): True, (64, True): True, (128, False): False, (128, True): False}
 EPILOGUE_BARRIER = 1  # named barriers 1.. : one per consumer warpgroup (its O rows in shared memory)
 V_FREE_BARRIER = 4  # O_IN_V: every consumer warpgroup's last P V of the tile is complete (V's ring may take O)
@@ -180,9 +182,16 @@ SOFTMAX_INTERLEAVED = {(64, False): True, (64, True): False, (128, False): False
 # (log2 units, scores times softmax_scale * log2(e)), and a consumer warp whose 16 rows all keep
 # theirs (`vote.any` over the correction factors) skips O's multiplies. P is then at most
 # 2^RESCALE_THRESHOLD before its normalization by the row sum, which uses the same reference.
-# None: every block rescales (no vote); 0.0 skips only where no row's maximum grew (bit-identical
-# to None: the factor is exactly 1 there); FA4 takes 8.0 for 16-bit inputs. A value or a dict like
-# TILES. Prepared in session 12; first timing pending.
+# None: every block rescales (no vote); 0.0 skips only where no row's maximum grew (not quite
+# None's bits: there an unchanged maximum's factor is exp2 of an FFMA's rounding residual, here
+# exactly 1); FA4 takes 8.0 for 16-bit inputs. A value or a dict like TILES. H200
+# (bench/h200/fmha_sched/s12, TFLOP/s, two passes, against None): 8.0 at D=64 without a mask
+# 535-538 / 525-530, with D=128's scheduler barrier 4x16x4096x128 692-694 / 688-691, 2x16x8192
+# 703-706 / 697-698, 1x32x16384 670-677 / 652-662, causal even; 0.0 loses 1-3% (the vote, and a
+# warp skips only when none of its 16 maxima grew). But 8.0 is less accurate: against float64
+# (s12/g, 2048 keys, D=128, four seeds) max error 7.6e-4..1.7e-3 against 5.9e-4..1.0e-3 (FA3's
+# and FA4's are None's), mean +4%: with a stale reference a row's largest P is no longer exactly 1
+# and rounds in bf16 like the others. So off: the issue's bound is the peers' error.
 RESCALE_THRESHOLD = None
 # the element mask: False, each value's column index against the row's limits (a column index
 # per value, which LLVM hoists out of the key loop: registers held across it); True, the row's
@@ -227,9 +236,11 @@ TMA_STORE = {(64, False): True, (64, True): True, (128, False): True, (128, True
 # 694-696 / 698-702 (4x16x4096), 588-590 / 602-609 (8x32x1024): the next tile's V waits for O's
 # store; at 128 x 176 (one Q buffer) 681 / 698-702, 710-714 / 711-716 (2x16x8192), 665-672 /
 # 658-677 (1x32x16384), 542-547 / 602-609; 128 x 160 (two Q) 696, 714-719, 675-689, 541. Off.
-# "last_v" (two stages, O within one; written after session 11's last GPU call, compiled and
-# CPU-tested only): O in the stage of the tile's last V instead of the ring's start, so the next
-# tile's first V (the other stage) loads at once and only its second waits for O's store.
+# "last_v" (two stages, O within one): O in the stage of the tile's last V instead of the ring's
+# start, so the next tile's first V (the other stage) loads at once and only its second waits for
+# O's store. Slower too (s12/b, two passes): at 128 x 128 678-679 / 690-692 (4x16x4096), 683-691 /
+# 697-699 (2x16x8192), 572 / 594-598 (8x32x1024), the Sq=128 decode row 536-537 / 618-619; at
+# 128 x 160 681-684, 696-697, 673-674 / 659-677 (1x32x16384), 528-530, 609.
 O_IN_V = False
 # the producer's load order: False, a tile's Q, then K and V of each key block in turn; True,
 # FA3's order with its intra-warpgroup overlap (hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp): the
@@ -2036,6 +2047,10 @@ SPLIT_MAX = 128
 # this many splits, a plain launch above (fmha_decode.COMBINE_PDL: always PDL); 0: by COMBINE_PDL
 # alone. H200 (s11, see fmha_decode.PDL_TRIGGER): +1-2% at 2 splits, even at 4, -1.5% at 16.
 SPLIT_COMBINE_PDL_MAX = 2
+# RESCALE_THRESHOLD for the packed split-KV kernel (a split visits 4 or more key blocks); None:
+# every block rescales. 8.0 (s12/f, three passes, TFLOP/s, against None): Sq=16 Sk=4096 242-243 /
+# 248-249, Sq=16 Sk=32768 330-331 / 324-325, Sq=64 538-539 / 550; and RESCALE_THRESHOLD's error. Off.
+SPLIT_RESCALE_THRESHOLD = None
 
 
 def choose_splits(
@@ -2092,6 +2107,7 @@ def compile_packed_split(
     config = Config(
         block_m, block_n, SPLIT_STAGES, INTRA_WG_OVERLAP, False, 2**31 - 1, 0, "stride", mask_loops(head_dim, masked),
         k_ahead=bool(_per_config(K_AHEAD, head_dim, masked)), cache_hints=bool(_per_config(CACHE_HINTS, head_dim, masked)),
+        rescale_threshold=SPLIT_RESCALE_THRESHOLD,
     )  # fmt: skip
     if fmha_decode.PDL_TRIGGER not in fmha_decode.PDL_TRIGGERS:
         raise ValueError(f"fmha_decode.PDL_TRIGGER must be one of {fmha_decode.PDL_TRIGGERS}, not {fmha_decode.PDL_TRIGGER!r}")

@@ -7,6 +7,7 @@
 # Exit status: 0 when every part passed, 1 otherwise, 3 when nothing was collected.
 set -u
 : "${OUT:?set OUT to the output folder}"
+mkdir -p "$OUT"  # (the status loop below writes there: without it every part read as passed)
 parts=${PARTS:-8}
 t0=$(date +%s)
 python3 -m pytest -q -p no:cacheprovider --collect-only -m gpu tests 2>/dev/null | grep '::' > /tmp/gpu_ids
@@ -25,6 +26,6 @@ for p in /tmp/gpu_part.??; do
   tail -1 $p.log | grep -qE '^=*.* passed' && ! tail -1 $p.log | grep -qE 'failed|error' || status=1
 done > $OUT/gpu_suite.log
 grep -hE '^(FAILED|ERROR)' /tmp/gpu_part.??.log
-for p in /tmp/gpu_part.??; do tail -1 $p.log; done
+for p in /tmp/gpu_part.??; do printf '%s\n' "$(tail -1 $p.log)"; done  # (a part killed mid-run ends without a newline)
 echo "total $(( $(date +%s) - t0 ))s, status $status"
 exit $status
