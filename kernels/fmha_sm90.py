@@ -304,6 +304,10 @@ NVFP4_OFFLOAD_FALLBACK = False
 _EVICT_FIRST = 0x12F0000000000000  # the 64-bit L2 cache policies CUTLASS's TMA::CacheHintSm90 names
 _EVICT_LAST = 0x14F0000000000000
 SCORE_COLUMNS_CHECK_ALL = False  # score_columns checks every consumer thread (seconds a build; the tests)
+# a diagnostic build: each CTA prints (device printf) its SM and %globaltimer when it starts, when
+# its producer has issued its last load and when its first consumer warpgroup is done, for
+# bench/h200/fmha_sched/cta_times.py (start skew, the tail); never timed with it on
+TRACE_CTA_TIMES = False
 # with a right limit and no left one (causal), the key loop as two loops: the blocks that cross
 # the diagonal or the key tail (the first visited), the element mask compiled in, then the
 # rest without it (FA3 splits its loop too); False: one loop that decides per block at run
@@ -465,7 +469,7 @@ class _FmhaSm90:
             self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas, self.fma_cols, self.order,
             self.mask_loops, self.section_bytes, self.p_smem, self.late_rescale, self.interleaved, self.mask_relative,
             self.stmatrix, tma_store, self.k_ahead, self.v_wait_late, self.cache_hints, self.q_stages, self.cluster,
-            nvfp4_offload, nvfp4_fallback, o_in_v, self.rescale_threshold,
+            nvfp4_offload, nvfp4_fallback, o_in_v, self.rescale_threshold, self.trace,
         ) = config  # fmt: skip
         self.conditional_rescale = self.rescale_threshold is not None  # RESCALE_THRESHOLD: O's rescale under a warp vote
         # NVFP4_OFFLOAD: O's quantization by QUANTIZER_THREADS of the producer warpgroup (nvfp4_out only)
@@ -692,6 +696,9 @@ class _FmhaSm90:
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         first_tile, _, _ = cute.arch.block_idx()
         ctas = cute.arch.grid_dim()[0]
+        if cutlass.const_expr(self.trace):
+            if tidx == 0:
+                cute.printf("fmha_trace start cta {} sm {} t {}", first_tile, cute.arch.smid(), cute.arch.globaltimer())
         # persistent CTAs walk units of the linear tile order: one tile, or with a cluster its
         # `cluster` adjacent tiles (the same head: m_tiles divides by it), of which CTA `rank`
         # takes the rank-th
@@ -784,6 +791,9 @@ class _FmhaSm90:
                     q_state, state = load(first_tile, q_state, state)
                 if cutlass.const_expr(self.pdl == "last_load"):
                     cute.arch.griddepcontrol_launch_dependents()  # (fmha_decode.PDL_TRIGGER: the CTA's loads are all issued)
+                if cutlass.const_expr(self.trace):
+                    if tidx == 0:
+                        cute.printf("fmha_trace loads cta {} t {}", first_tile, cute.arch.globaltimer())
                 if cutlass.const_expr(cluster > 1):
                     # the other CTAs' consumers release this CTA's stages remotely: their last
                     # arrives must land before this CTA (its shared memory) may exit
@@ -842,6 +852,9 @@ class _FmhaSm90:
             if cutlass.const_expr(self.tma_store):
                 if ct % 128 == 0:
                     cute.arch.cp_async_bulk_wait_group(0, read=True)  # shared memory outlives the last store's reads
+            if cutlass.const_expr(self.trace):
+                if ct == 0:
+                    cute.printf("fmha_trace end cta {} t {}", first_tile, cute.arch.globaltimer())
             if cutlass.const_expr(self.offload):
                 self.hand_over_end(handoff, ct, wg)
 
@@ -1889,6 +1902,7 @@ class Config(NamedTuple):
     nvfp4_fallback: bool | str = False  # NVFP4_OFFLOAD_FALLBACK (with NVFP4_OFFLOAD and two Q buffers; or "always")
     o_in_v: bool | str = False  # O_IN_V (with TMA_STORE, the bf16/fp16 output only; or "last_v")
     rescale_threshold: float | None = None  # RESCALE_THRESHOLD
+    trace: bool = False  # TRACE_CTA_TIMES
 
 
 def _per_config(knob, head_dim: int, masked: bool):
@@ -1982,6 +1996,7 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
         fallback if offload and q_stages == 2 else False,
         o_in_v,
         rescale_threshold,
+        bool(TRACE_CTA_TIMES),
     )  # fmt: skip
 
 

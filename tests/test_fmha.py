@@ -621,6 +621,20 @@ def test_rescale_threshold_compiles(monkeypatch, tmp_path):
     assert sm90.config_for(128, False, False).rescale_threshold == 8.0 and sm90.config_for(128, False, True).rescale_threshold is None
 
 
+def test_trace_cta_times_build(monkeypatch, tmp_path):
+    """TRACE_CTA_TIMES (bench/h200/fmha_sched/cta_times.py's diagnostic build): three device
+    printfs reading %globaltimer (a CTA's start, its last load, its end); the default builds none."""
+    sm90 = _fmha().fmha_sm90
+    plain = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, sm90.config_for(128, False, False)).__ptx__
+    assert "vprintf" not in plain and "globaltimer" not in plain
+    monkeypatch.setattr(sm90, "TRACE_CTA_TIMES", True)
+    config = sm90.config_for(128, False, False)
+    assert config.trace
+    ptx = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config).__ptx__
+    assert len(re.findall(r"call\.uni \(retval0\), vprintf,", ptx)) == 3
+    assert len(re.findall(r"mov\.u64\s+%rd\d+, %globaltimer;", ptx)) == 3
+
+
 def _ramp_inputs(torch, b, s, h, d, log2_per_block, block_n=128, seed=0):
     """Random q, k, v whose scores also rise by `log2_per_block[h]` (log2 units, softmax_scale
     included) every block_n keys in the order the kernel visits key blocks (the last first), so
