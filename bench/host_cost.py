@@ -142,13 +142,14 @@ def main_gpu(out: pathlib.Path):
             make_ptr(F32, lse.data_ptr(), gmem, assumed_align=4), make_ptr(F32, lse.data_ptr(), gmem, assumed_align=4),
             *nvfp4.output_pointers(lse.data_ptr(), lse.data_ptr(), lse.data_ptr()),
             make_ptr(I32, counters.data_ptr(), gmem, assumed_align=4),
+            make_ptr(F32, lse.data_ptr(), gmem, assumed_align=16), make_ptr(F32, lse.data_ptr(), gmem, assumed_align=4), I32(1),
             I32(1), I32(1), I32(4096), I32(32), I32(8), F32(scale * fmha.LOG2E), I32(-1), I32(-1),
             nvfp4.cuda.CUstream(torch.cuda.current_stream().cuda_stream),
         )  # fmt: skip
 
     def ffi_attention():
         p = lse.data_ptr()
-        ffi_a(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), p, p, p, p, p, counters.data_ptr(), 1, 1, 4096, 32, 8, scale * fmha.LOG2E, -1, -1, ops._stream(0))
+        ffi_a(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), p, p, p, p, p, counters.data_ptr(), p, p, 1, 1, 1, 4096, 32, 8, scale * fmha.LOG2E, -1, -1, ops._stream(0))
 
     cases = {
         "sdpa_decode": lambda: F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True),

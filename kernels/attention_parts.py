@@ -43,12 +43,15 @@ def fake_io_pointers(dt) -> tuple:
 
 def fake_arguments(dt) -> tuple:
     """Compile-time stand-ins for the attention host functions' arguments (fmha.py's and
-    fmha_sm90.py's call): q, k, v, out, lse, sink, the NVFP4 outputs, counters, b, sq, sk,
-    hq, hkv, scale_log2, left, right, stream."""
+    fmha_sm90.py's call): q, k, v, out, lse, sink, the NVFP4 outputs, counters, the tail
+    split's partial O and LSE and piece count, b, sq, sk, hq, hkv, scale_log2, left, right, stream."""
     return (
         *fake_io_pointers(dt),
         *nvfp4.output_pointers(16, 16, 16),
         make_ptr(I32, 16, cute.AddressSpace.gmem, assumed_align=4),
+        make_ptr(F32, 16, cute.AddressSpace.gmem, assumed_align=16),
+        make_ptr(F32, 16, cute.AddressSpace.gmem, assumed_align=4),
+        I32(1),
         I32(1), I32(1), I32(1), I32(1), I32(1),
         F32(1.0), I32(0), I32(0),
         cuda.CUstream(0),

@@ -229,6 +229,9 @@ class _Fmha:
         scales_ptr: cute.Pointer,
         global_scale_ptr: cute.Pointer,
         counters_ptr: cute.Pointer,  # (fmha_sm90's scheduler counters: the same call, not read here)
+        tail_o_ptr: cute.Pointer,  # (fmha_sm90's TAIL_SPLIT partials and piece count: not read here)
+        tail_lse_ptr: cute.Pointer,
+        tail_splits: I32,
         b: I32,
         sq: I32,
         sk: I32,

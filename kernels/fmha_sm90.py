@@ -275,6 +275,21 @@ CACHE_HINTS = False
 # consumers before a stage is reloaded, and the loads were not the limit (ncu at D=128 causal,
 # fmha_sched/ncu1: L2 at 39% of its peak). Off.
 CLUSTER = 1
+# the last partial round of a persistent launch split along the keys (stream-K for the tail):
+# with n_tiles = k * ctas + R (0 < R), the R tiles after the k full rounds are each cut into
+# `tail_splits` pieces (contiguous shares of the key blocks, one unit of the persistent order
+# each), which write f32 partials (O normalized by their own sum, LSE) into the caller's
+# scratch, and a combine kernel launched after the main one merges them into O and LSE. The
+# other tiles are computed as before (the same bits). Without it the R tiles take a whole tile
+# time while ctas - R SMs idle: 4x16x4096x128 (2048 tiles on 132 SMs) wastes 3% (ncu, s11/p2:
+# the least active SM at 93% of the most active). The split count is the host's
+# (`tail_splits`, from the shape); 1 keeps the plain schedule. Only the static orders without
+# a diagonal, a sink, a cluster, O_IN_V or the NVFP4 output (config_for). A bool or a dict like
+# TILES. Prepared in session 12, CPU-tested; first GPU run pending.
+TAIL_SPLIT = False
+TAIL_SPLIT_MAX = 64  # pieces a tail tile at most
+TAIL_PIECE_COST = 1.0  # a piece's fixed cost (Q load, first S, epilogue) in key blocks, for tail_splits
+TAIL_COMBINE_WARPS = 4  # the tail combine: a warp a row, 4 rows a CTA
 # the NVFP4 output (nvfp4_out) quantized by two idle warps of the producer warpgroup instead of
 # the consumers: each consumer warpgroup puts its normalized O rows (bf16/fp16) in its rows of
 # O's buffer, hands them over (an mbarrier pair a consumer warpgroup, the tile's coordinates
@@ -469,7 +484,7 @@ class _FmhaSm90:
             self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas, self.fma_cols, self.order,
             self.mask_loops, self.section_bytes, self.p_smem, self.late_rescale, self.interleaved, self.mask_relative,
             self.stmatrix, tma_store, self.k_ahead, self.v_wait_late, self.cache_hints, self.q_stages, self.cluster,
-            nvfp4_offload, nvfp4_fallback, o_in_v, self.rescale_threshold, self.trace,
+            nvfp4_offload, nvfp4_fallback, o_in_v, self.rescale_threshold, self.trace, tail_split,
         ) = config  # fmt: skip
         self.conditional_rescale = self.rescale_threshold is not None  # RESCALE_THRESHOLD: O's rescale under a warp vote
         # NVFP4_OFFLOAD: O's quantization by QUANTIZER_THREADS of the producer warpgroup (nvfp4_out only)
@@ -483,6 +498,8 @@ class _FmhaSm90:
         self.o_in_v = bool(o_in_v) and self.tma_store  # O_IN_V: O's buffer over V's ring
         self.o_last_v = self.o_in_v and o_in_v == "last_v"  # (in the stage of the tile's last V)
         self.persistent = self.max_ctas < 2**31 - 1
+        # TAIL_SPLIT: the last partial round's tiles in pieces along the keys, then a combine
+        self.tail_split = tail_split and self.persistent and not group and not has_sink and not nvfp4_out
         self.dynamic = self.persistent and self.order == "dynamic"  # tiles drawn from a counter (fetch_tile)
         self.consumer_wgs = self.block_m // 64
         self.threads = 128 * (1 + self.consumer_wgs)  # producer warpgroup + consumers
@@ -515,6 +532,9 @@ class _FmhaSm90:
         scales_ptr: cute.Pointer,
         global_scale_ptr: cute.Pointer,
         counters_ptr: cute.Pointer,
+        tail_o_ptr: cute.Pointer,
+        tail_lse_ptr: cute.Pointer,
+        tail_splits: I32,
         b: I32,
         sq: I32,
         sk: I32,
@@ -596,9 +616,19 @@ class _FmhaSm90:
         m_tiles = cute.ceil_div(sq, self.block_m)
         n_tiles = m_tiles * hq * b
         ctas = cutlass.min(n_tiles, self.max_ctas)  # (max_ctas is a multiple of CLUSTER)
+        # TAIL_SPLIT: the partials of the last partial round's tiles, tail_splits pieces each
+        # (the caller's scratch: tail_splits * (n_tiles % ctas) * BLOCK_M * (D + 1) f32; 1: none)
+        pieces = tail_splits if cutlass.const_expr(self.tail_split) else I32(1)
+        tail_tiles = n_tiles % ctas
+        mTailO = cute.make_tensor(
+            tail_o_ptr, cute.make_layout((pieces, tail_tiles, self.block_m, d), stride=(tail_tiles * self.block_m * d, self.block_m * d, d, 1))
+        )  # fmt: skip
+        mTailLSE = cute.make_tensor(
+            tail_lse_ptr, cute.make_layout((pieces, tail_tiles, self.block_m), stride=(tail_tiles * self.block_m, self.block_m, 1))
+        )  # fmt: skip
         rest = (
-            o_out, mLSE, mSink, mCodes, mScales, mGlobal, mCounters, scale_log2, left, right, m_tiles, n_tiles, I32(1), sQ_layout,
-            sKV_layout, mma_qk, mma_pv, s2g, Smem,
+            o_out, mLSE, mSink, mCodes, mScales, mGlobal, mCounters, mTailO, mTailLSE, scale_log2, left, right, m_tiles, n_tiles,
+            pieces, sQ_layout, sKV_layout, mma_qk, mma_pv, s2g, Smem,
         )  # fmt: skip
         if cutlass.const_expr(self.cluster > 1):
             # CLUSTER: adjacent query tiles of a head share K/V where a head's tiles pair up (then
@@ -616,6 +646,46 @@ class _FmhaSm90:
             self.kernel(tQ, tK, tV, tma_q, tma_k, tma_v, *rest, 1).launch(
                 grid=(ctas, 1, 1), block=[self.threads, 1, 1], stream=stream, min_blocks_per_mp=1
             )
+        if cutlass.const_expr(self.tail_split):
+            # the tail tiles' rows from their pieces (a warp a row), into O [B, S, H, D] and LSE
+            mO_rows = cute.make_tensor(o_ptr, cute.make_layout((b, sq, hq, d), stride=(sq * hq * d, hq * d, d, 1)))
+            if (pieces > 1) & (tail_tiles > 0):
+                rows = tail_tiles * self.block_m
+                self.tail_combine_kernel(mTailO, mTailLSE, mO_rows, mLSE, m_tiles, n_tiles - tail_tiles).launch(
+                    grid=(cute.ceil_div(rows, TAIL_COMBINE_WARPS), 1, 1), block=[TAIL_COMBINE_WARPS * 32, 1, 1], stream=stream
+                )
+
+    @cute.kernel
+    def tail_combine_kernel(self, mTailO: cute.Tensor, mTailLSE: cute.Tensor, mO: cute.Tensor, mLSE: cute.Tensor, m_tiles: I32, full: I32):
+        """TAIL_SPLIT: row r of tail tile t (tile `full` + t of the linear order, whose coordinates
+        tile_coords gives) from its pieces' partials, by fmha_decode's combine of one row; rows
+        past the queries are skipped, and with one piece (no tail split) nothing is done."""
+        from kernels import fmha_decode  # (it imports kernels.fmha, which imports this module)
+
+        tidx, _, _ = cute.arch.thread_idx()
+        block, _, _ = cute.arch.block_idx()
+        row = block * TAIL_COMBINE_WARPS + tidx // 32
+        t = row // self.block_m
+        r = row - t * self.block_m
+        pieces = mTailO.shape[0]
+        if (pieces > 1) & (t < mTailO.shape[1]):
+            sq, hq = mO.shape[1], mO.shape[2]
+            tile = full + t
+            m0 = (m_tiles - 1 - tile % m_tiles) * self.block_m
+            head = (tile // m_tiles) % hq
+            batch = tile // (m_tiles * hq)
+            if m0 + r < sq:
+                # the tile's partials seen at the row's query index (query q at row q - m0)
+                d = self.d
+                shift = (t * self.block_m - m0) * d
+                part_o = cute.make_tensor(
+                    mTailO.iterator + shift, cute.make_layout((pieces, 1, sq, d), stride=(mTailO.layout.stride[0], 0, d, 1))
+                )  # fmt: skip
+                part_lse = cute.make_tensor(
+                    mTailLSE.iterator + (t * self.block_m - m0), cute.make_layout((pieces, 1, sq), stride=(mTailLSE.layout.stride[0], 0, 1))
+                )  # fmt: skip
+                combine = fmha_decode._SplitKV(self.dtype, d, False, False, False)
+                combine.combine_row(part_o, part_lse, mO, mLSE, None, I32(0), m0 + r, tidx % 32, I32(1), batch, head)
 
     def o_stages(self):
         """TMA_STORE: O's shared-memory buffer as one (64, D) stage a consumer warpgroup."""
@@ -675,12 +745,14 @@ class _FmhaSm90:
         mScales: cute.Tensor,
         mGlobal: cute.Tensor,
         mCounters: cute.Tensor,
+        mTailO: cute.Tensor,  # TAIL_SPLIT: the tail pieces' partial O (pieces a tile, tail tiles, BLOCK_M, D), f32
+        mTailLSE: cute.Tensor,  # and their LSE (log2), (pieces a tile, tail tiles, BLOCK_M)
         scale_log2: F32,
         left: I32,
         right: I32,
         m_tiles: I32,
         n_tiles: I32,
-        num_splits: I32,
+        num_splits: I32,  # packed split-KV: the key ranges a tile; TAIL_SPLIT: the pieces a tail tile (1: none)
         sQ_layout: cute.ComposedLayout,
         sKV_layout: cute.ComposedLayout,
         mma_qk: cute.TiledMma,
@@ -704,6 +776,8 @@ class _FmhaSm90:
         # takes the rank-th
         rank = I32(0)
         first_unit, units, unit_stride = first_tile, n_tiles, ctas
+        if cutlass.const_expr(self.tail_split):
+            units = n_tiles + n_tiles % ctas * (num_splits - 1)  # the last partial round's tiles, num_splits units each
         if cutlass.const_expr(cluster > 1):
             rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
             first_unit, units, unit_stride = first_tile // cluster, n_tiles // cluster, ctas // cluster
@@ -833,7 +907,8 @@ class _FmhaSm90:
                 if wg == 0:
                     cute.arch.barrier_arrive(barrier_id=TURN_BARRIER, number_of_threads=256)  # the first turn is the first consumer's
             compute = functools.partial(
-                self.compute_tile, m_tiles, num_splits, mQ, mK, mO, mLSE, mSink, mCodes, mScales, mGlobal, scale_log2, left, right,
+                self.compute_tile, m_tiles, num_splits, mQ, mK, mO, mLSE, mSink, mCodes, mScales, mGlobal, mTailO, mTailLSE, scale_log2,
+                left, right,
                 pipe_q, pipe_k, pipe_v, mma_qk, mma_pv, s2g, sO, handoff, o_free, sNext, n_tiles, tSrQ, tSrK, tOrVt, acc_O, acc_S,
                 rP, corr, row_max, row_sum, tScS, ct, wg,
             )  # fmt: skip
@@ -987,6 +1062,8 @@ class _FmhaSm90:
         mCodes: cute.Tensor,
         mScales: cute.Tensor,
         mGlobal: cute.Tensor,
+        mTailO: cute.Tensor,
+        mTailLSE: cute.Tensor,
         scale_log2: F32,
         left: I32,
         right: I32,
@@ -1091,13 +1168,26 @@ class _FmhaSm90:
         else:
             pipe_q.consumer_release(q_state)
             q_state.advance()
+        if cutlass.const_expr(self.tail_split):
+            # the tile's coordinates again from the unit (live anyway), so that those of the
+            # tile's start need not be held across its key loop
+            whole, split = self.tail_piece(tile, m_tiles, num_splits, mQ)
+            m0 = (m_tiles - 1 - whole % m_tiles) * self.block_m
+            head = (whole // m_tiles) % mQ.shape[2]
+            batch = whole // (m_tiles * mQ.shape[2])
+        epilogue = functools.partial(
+            self.epilogue, acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mSink, mCodes, mScales, mGlobal, sO, handoff, mma_pv, s2g,
+            ct, wg, m0, head, batch, sQ_tile, o_free_tile,
+        )  # fmt: skip
         if cutlass.const_expr(self.group):
             self.partials_epilogue(acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mma_pv, ct, m0, batch * mK.shape[2] + kv_head, split)
+        elif cutlass.const_expr(self.tail_split):
+            if split >= 0:  # a tail piece: its partials, row r of the tile at row r
+                self.partials_epilogue(acc_O, row_max, row_sum, scale_log2, tScS, mTailO, mTailLSE, mma_pv, ct, I32(0), split // num_splits, split % num_splits)
+            else:
+                epilogue()
         else:
-            self.epilogue(
-                acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mSink, mCodes, mScales, mGlobal, sO, handoff, mma_pv, s2g, ct, wg, m0,
-                head, batch, sQ_tile, o_free_tile,
-            )  # fmt: skip
+            epilogue()
         if cutlass.const_expr(self.fallback):
             cute.arch.fence_proxy("async.shared", space="cta")  # this thread's uses of the buffer, before TMA writes it again
             cute.arch.sync_warp()  # (every lane's, before its warp's arrive)
@@ -1311,8 +1401,10 @@ class _FmhaSm90:
         blocks (possibly none).
         """
         hkv = mK.shape[2]
-        m_block = m_tiles - 1 - tile % m_tiles
         split = I32(0)
+        if cutlass.const_expr(self.tail_split):
+            tile, split = self.tail_piece(tile, m_tiles, num_splits, mQ)
+        m_block = m_tiles - 1 - tile % m_tiles
         if cutlass.const_expr(self.group):
             rest = tile // m_tiles
             split = rest % num_splits
@@ -1357,7 +1449,25 @@ class _FmhaSm90:
             per_split = (cutlass.max(n_block_max - n_block_min, 0) + num_splits - 1) // num_splits
             n_block_min = n_block_min + split * per_split
             n_block_max = cutlass.min(n_block_min + per_split, n_block_max)
+        if cutlass.const_expr(self.tail_split):
+            # share j of num_splits balanced ones (none empty while num_splits <= the blocks: tail_splits)
+            blocks = cutlass.max(n_block_max - n_block_min, 0)
+            share = split % num_splits
+            lo = n_block_min + share * blocks // num_splits
+            hi = n_block_min + (share + 1) * blocks // num_splits
+            n_block_min = cutlass.select_(split >= 0, lo, n_block_min)
+            n_block_max = cutlass.select_(split >= 0, hi, n_block_max)
         return m_block, head, batch, kv_head, n_block_max, cutlass.max(n_block_max - n_block_min, 0), split
+
+    def tail_piece(self, unit: I32, m_tiles: I32, num_splits: I32, mQ: cute.Tensor):
+        """TAIL_SPLIT: (tile, piece) of a unit of the persistent order. Units past the full rounds
+        are pieces, num_splits consecutive ones a tail tile: piece = tail tile * num_splits + its
+        share of the key blocks; -1 for a whole tile (the unit is the tile)."""
+        n_tiles = m_tiles * mQ.shape[2] * mQ.shape[3]
+        full = n_tiles - n_tiles % cute.arch.grid_dim()[0]
+        is_piece = (num_splits > 1) & (unit >= full)
+        piece = cutlass.select_(is_piece, unit - full, I32(-1))
+        return cutlass.select_(is_piece, full + (unit - full) // num_splits, unit), piece
 
     @cute.jit
     def mma_turn_wait(self, wg: I32):
@@ -1863,8 +1973,8 @@ class _PackedSplitSm90(_FmhaSm90):
         # the kernel's O and LSE are the partials here (partials_epilogue); the NVFP4 outputs and
         # the scheduler's counters (one CTA per tile) are never read
         self.kernel(
-            tQ, tK, tV, tma_q, tma_k, tma_v, mPartO, mPartLSE, mSink, mPartO, mPartLSE, mPartO, mPartLSE, scale_log2, left, right,
-            m_tiles, n_tiles, num_splits, sQ_layout, sKV_layout, mma_qk, mma_pv, s2g, Smem,
+            tQ, tK, tV, tma_q, tma_k, tma_v, mPartO, mPartLSE, mSink, mPartO, mPartLSE, mPartO, mPartLSE, mPartO, mPartLSE, scale_log2,
+            left, right, m_tiles, n_tiles, num_splits, sQ_layout, sKV_layout, mma_qk, mma_pv, s2g, Smem,
         ).launch(grid=(n_tiles, 1, 1), block=[self.threads, 1, 1], stream=stream, min_blocks_per_mp=1)  # fmt: skip
         combine = fmha_decode._SplitKV(dt, d, self.has_left, self.has_right, self.has_sink, pdl=bool(self.pdl))
         combine.combine_kernel(mPartO, mPartLSE, mO, mLSE, mSink).launch(
@@ -1903,6 +2013,7 @@ class Config(NamedTuple):
     o_in_v: bool | str = False  # O_IN_V (with TMA_STORE, the bf16/fp16 output only; or "last_v")
     rescale_threshold: float | None = None  # RESCALE_THRESHOLD
     trace: bool = False  # TRACE_CTA_TIMES
+    tail_split: bool = False  # TAIL_SPLIT
 
 
 def _per_config(knob, head_dim: int, masked: bool):
@@ -1970,6 +2081,8 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
         raise ValueError("O_IN_V takes CLUSTER = 1: the other CTA's multicast V loads would land on O before this CTA has stored it")
     if cluster > 1 and persistent and order == "dynamic":
         raise ValueError("CLUSTER > 1 takes a static ORDER ('stride' or 'snake'): the dynamic order draws a tile per CTA, not per cluster")
+    tail_split = bool(_per_config(TAIL_SPLIT, head_dim, masked)) and not masked and persistent and order != "dynamic"
+    tail_split = tail_split and cluster == 1 and not o_in_v and not nvfp4_out  # (and no sink: _FmhaSm90)
     if q_stages == 2 and smem_bytes(2) > SHARED_MEMORY_BYTES:
         q_stages = 1  # a second Q buffer only where it fits (not beside the wider tiles: 128 x 160 at D=128)
     smem = smem_bytes(q_stages)
@@ -1997,7 +2110,38 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
         o_in_v,
         rescale_threshold,
         bool(TRACE_CTA_TIMES),
+        tail_split,
     )  # fmt: skip
+
+
+@functools.lru_cache(maxsize=4096)  # (called on every launch: the search below is ~30 us of Python)
+def tail_splits(config: Config, b: int, sq: int, sk: int, hq: int, has_sink: bool) -> int:
+    """TAIL_SPLIT: the pieces each tile of a launch's last partial round is cut into (1: none).
+
+    The round's R tiles of `blocks` key blocks take `blocks` block-times while ctas - R SMs idle;
+    cut into s pieces they take ceil(R s / ctas) rounds of blocks / s + TAIL_PIECE_COST. The
+    smallest s (at most TAIL_SPLIT_MAX and `blocks`) of the fewest block-times, if that is at
+    least 5% of the tail's time fewer (the combine and the pieces' partials cost the rest).
+    The kernel's own tile count; with TAIL_SPLIT off, 1 at once."""
+    if not config.tail_split or has_sink:
+        return 1
+    n_tiles = -(-sq // config.block_m) * hq * b
+    ctas = min(n_tiles, config.max_ctas)
+    tail, blocks = n_tiles % ctas, -(-sk // config.block_n)
+    if tail == 0 or blocks < 2:
+        return 1
+    cost = lambda s: -(-tail * s // ctas) * (blocks / s + TAIL_PIECE_COST)  # noqa: E731
+    best = min(range(1, min(TAIL_SPLIT_MAX, blocks) + 1), key=lambda s: (cost(s), s))
+    return best if cost(best) <= 0.95 * cost(1) else 1
+
+
+def tail_scratch_words(config: Config, b: int, sq: int, hq: int, head_dim: int, splits: int) -> tuple[int, int]:
+    """(f32 words of the tail pieces' partial O, of their LSE) for `splits` pieces a tail tile."""
+    if splits <= 1:
+        return 0, 0
+    n_tiles = -(-sq // config.block_m) * hq * b
+    rows = splits * (n_tiles % min(n_tiles, config.max_ctas)) * config.block_m
+    return rows * head_dim, rows
 
 
 def ring_stages(head_dim: int, masked: bool) -> int:

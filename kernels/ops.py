@@ -298,7 +298,7 @@ def _attention_launch(q, has_sink, left, right, path, exp2_on_fma, exp2_impl, nv
     counted = config is not None and config.order == "dynamic" and config.max_ctas < 2**31 - 1
     entry = _LAUNCHERS.get(key)
     if entry is not None:
-        return entry[0], counted
+        return entry[0], counted, config
     fmha.check_attention_options(path, exp2_on_fma, exp2_impl, arch)
     out_format = "nvfp4" if nvfp4_out else "bf16"
     return _launcher(
@@ -307,7 +307,7 @@ def _attention_launch(q, has_sink, left, right, path, exp2_on_fma, exp2_impl, nv
             ATTENTION_DTYPES[q.dtype], d, False, (left, right), has_sink, arch, exp2_on_fma, exp2_impl,
             options=nvfp4.TVM_FFI_OPTION, path=path, out_format=out_format,
         ),
-    ), counted  # fmt: skip
+    ), counted, config  # fmt: skip
 
 
 def _decode_launch(q, hkv, has_sink, left, right, exp2_on_fma, exp2_impl, kernel, combine_pdl=None):
@@ -445,7 +445,7 @@ def _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma,
                     b, sq, sk, hq, hkv, splits, softmax_scale * fmha.LOG2E, left, right, stream,
                 )  # fmt: skip
             return out, lse
-    launch, counted = _attention_launch(q, sink is not None, left, right, path, exp2_on_fma, exp2_impl, global_scale is not None)
+    launch, counted, config = _attention_launch(q, sink is not None, left, right, path, exp2_on_fma, exp2_impl, global_scale is not None)
     lse = q.new_empty((b, hq, sq), dtype=_F32)
     if global_scale is not None:
         codes = q.new_empty((b, sq, hq, d // 2), dtype=_U8)
@@ -459,10 +459,15 @@ def _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma,
         lse_ptr = lse.data_ptr()
         device = q.get_device()
         stream = _stream(device)
-        counters = _scratch(device, stream, 2, 0)[0] if counted else lse_ptr  # (else never read)
+        # fmha_sm90.TAIL_SPLIT: the last partial round's tiles in pieces, their partials in the scratch
+        splits = fmha_sm90.tail_splits(config, b, sq, sk, hq, sink is not None) if config is not None else 1
+        o_words, lse_words = fmha_sm90.tail_scratch_words(config, b, sq, hq, d, splits) if splits > 1 else (0, 0)
+        counters, tail_o = lse_ptr, lse_ptr  # (never read without the dynamic order, the tail split)
+        if counted or splits > 1:
+            counters, tail_o = _scratch(device, stream, 2 if counted else 0, o_words + lse_words)
         launch(
             q.data_ptr(), k.data_ptr(), v.data_ptr(), (q if out is None else out).data_ptr(), lse_ptr,
-            lse_ptr if sink is None else sink.data_ptr(), *outputs, counters,
+            lse_ptr if sink is None else sink.data_ptr(), *outputs, counters, tail_o, tail_o + 4 * o_words, splits,
             b, sq, sk, hq, hkv, softmax_scale * fmha.LOG2E, left, right, stream,
         )  # fmt: skip
     return (out, lse) if global_scale is None else (codes, scales, lse)

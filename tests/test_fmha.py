@@ -635,6 +635,41 @@ def test_trace_cta_times_build(monkeypatch, tmp_path):
     assert len(re.findall(r"mov\.u64\s+%rd\d+, %globaltimer;", ptx)) == 3
 
 
+def test_tail_split_plan(monkeypatch, tmp_path):
+    """TAIL_SPLIT's host plan (`tail_splits`: the split count that gives the fewest block-times
+    for the last partial round, by hand below for 132 SMs) and its build: a second kernel (the
+    combine), none with the knob off, and none with a diagonal, a sink or the NVFP4 output."""
+    sm90 = _fmha().fmha_sm90
+    monkeypatch.setattr(sm90, "sm_count", lambda: 132)
+    monkeypatch.setattr(sm90, "TAIL_SPLIT", True)
+    d128, d64 = sm90.config_for(128, False, False), sm90.config_for(64, False, False)
+    assert d128.tail_split and d64.tail_split and d128.max_ctas == 132
+    # 4x16x4096x128: 2048 tiles, 68 in the last round, 32 blocks: 5 pieces, 3 rounds of 7.4 block-times for 33
+    assert sm90.tail_splits(d128, 4, 4096, 4096, 16, False) == 5
+    # 2x16x8192x128: 68 tiles of 64 blocks: 9 pieces (5 rounds of 8.1) just ahead of 7 (4 of 10.1)
+    assert sm90.tail_splits(d128, 2, 8192, 8192, 16, False) == 9
+    # 1x32x16384x128: 4096 tiles, 4 left over, 128 blocks: 33 pieces, one round
+    assert sm90.tail_splits(d128, 1, 16384, 16384, 32, False) == 33
+    # 8x32x1024x128: 68 tiles of 8 blocks: 3 pieces; 4x16x4096x64 (192-row tiles: 1408, 88 left): 3
+    assert sm90.tail_splits(d128, 8, 1024, 1024, 32, False) == 3
+    assert sm90.tail_splits(d64, 4, 4096, 4096, 16, False) == 3
+    # no tail (the tiles fill whole rounds or one round at most), a near-full round, a sink, a single block
+    assert sm90.tail_splits(d128, 1, 128 * 132, 4096, 1, False) == 1
+    assert sm90.tail_splits(d128, 1, 4096, 4096, 4, False) == 1
+    assert sm90.tail_splits(d128, 2, 2048, 2048, 16, False) == 1  # (512 tiles: 116 in the last round of 132)
+    assert sm90.tail_splits(d128, 4, 4096, 4096, 16, True) == 1
+    assert sm90.tail_splits(d128, 4, 4096, 100, 16, False) == 1
+    assert sm90.tail_scratch_words(d128, 4, 4096, 16, 128, 5) == (5 * 68 * 128 * 128, 5 * 68 * 128)
+    assert not sm90.config_for(128, False, True).tail_split and not sm90.config_for(128, False, False, nvfp4_out=True).tail_split
+    ptx = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, d128).__ptx__
+    assert ptx.count(".entry ") == 2 and "tail_combine_kernel" in ptx
+    sink = sm90._compile.__wrapped__("bfloat16", 128, False, False, True, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, d128).__ptx__
+    assert sink.count(".entry ") == 1  # (with a sink the build has no tail split)
+    monkeypatch.setattr(sm90, "TAIL_SPLIT", False)
+    plain = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, sm90.config_for(128, False, False)).__ptx__
+    assert plain.count(".entry ") == 1 and sm90.tail_splits(sm90.config_for(128, False, False), 4, 4096, 4096, 16, False) == 1
+
+
 def _ramp_inputs(torch, b, s, h, d, log2_per_block, block_n=128, seed=0):
     """Random q, k, v whose scores also rise by `log2_per_block[h]` (log2 units, softmax_scale
     included) every block_n keys in the order the kernel visits key blocks (the last first), so
@@ -679,6 +714,65 @@ def test_gpu_rescale_threshold(d, monkeypatch):
         for threshold in (0.0, 8.0):
             assert (errs[threshold] <= 1e-2).all(), f"threshold {threshold}: row errors by head {errs[threshold].tolist()}"
             assert (errs[threshold] <= 1.5 * errs[None] + 1e-3).all(), f"threshold {threshold}: {errs[threshold].tolist()} against {errs[None].tolist()}"
+
+
+def _tail_tile_rows(torch, sm90, config, b, sq, hq):
+    """A [B, Sq, Hq] mask of the rows in the tiles of the last partial round (tile_coords' linear
+    order: the query tile fastest, last tile first, then head, then batch)."""
+    m_tiles = -(-sq // config.block_m)
+    n_tiles = m_tiles * hq * b
+    full = n_tiles - n_tiles % min(n_tiles, config.max_ctas)
+    mask = torch.zeros(b, sq, hq, dtype=torch.bool, device="cuda")
+    for tile in range(full, n_tiles):
+        m0 = (m_tiles - 1 - tile % m_tiles) * config.block_m
+        mask[tile // (m_tiles * hq), m0 : m0 + config.block_m, (tile // m_tiles) % hq] = True
+    return mask
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d", [64, 128])
+def test_gpu_tail_split(d, monkeypatch):
+    """TAIL_SPLIT (prepared in session 12, first run pending): the tiles before the last partial
+    round give the same bits as without it, the tail's rows (pieces, then the combine) the
+    reference's values: pieces of one and two key blocks, a key tail inside a block, a query
+    tail (rows the combine skips), GQA, fp16; with a sink the plain schedule."""
+    torch = _cuda()
+    _gpu_path(torch, "wgmma")
+    fmha = _fmha()
+    sm90 = fmha.fmha_sm90
+    sms = sm90.sm_count()
+    block_m = sm90.config_for(d, False, False).block_m
+    m_tiles = -(-2048 // block_m)
+    heads = -(-(sms + 1) // m_tiles)  # just past one round: a short last one
+    cases = [(1, 2048, 2048, heads, heads, torch.bfloat16), (1, 2048 - 37, 1000, heads, 1, torch.float16), (3, 2048, 4096, heads, heads, torch.bfloat16)]
+    for b, sq, sk, hq, hkv, dtype in cases:
+        g = torch.Generator(device="cuda").manual_seed(sk)
+        q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(dtype)
+        k, v = (torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(dtype) for _ in range(2))
+        monkeypatch.setattr(sm90, "TAIL_SPLIT", False)
+        want, want_lse = fmha.attention(q, k, v, return_lse=True, path="wgmma")
+        monkeypatch.setattr(sm90, "TAIL_SPLIT", True)
+        config = sm90.config_for(d, False, False)
+        splits = sm90.tail_splits(config, b, sq, sk, hq, False)
+        assert splits > 1, (b, sq, sk, hq, splits)
+        out, lse = fmha.attention(q, k, v, return_lse=True, path="wgmma")
+        tail = _tail_tile_rows(torch, sm90, config, b, sq, hq)
+        assert tail.any() and not tail.all()
+        assert torch.equal(out[~tail], want[~tail]), "tiles before the last round differ"
+        lse_rows = lse.permute(0, 2, 1)  # [B, Sq, Hq]
+        assert torch.equal(lse_rows[~tail], want_lse.permute(0, 2, 1)[~tail])
+        ref, ref_lse = fmha.reference_attention(q, k, v)
+        err = (out.double() - ref)[tail].norm() / ref[tail].norm()
+        assert err <= (1e-2 if dtype == torch.bfloat16 else 2e-3), f"tail rows' relative error {err:.2e} with {splits} pieces"
+        assert (lse_rows.double() - ref_lse.permute(0, 2, 1))[tail].abs().max() <= 1e-3 * ref_lse.abs().max()
+    # a sink: the plain schedule, the same bits
+    q = torch.randn(1, 2048, heads, d, device="cuda").bfloat16()
+    k, v = (torch.randn(1, 2048, heads, d, device="cuda").bfloat16() for _ in range(2))
+    sink = torch.randn(heads, device="cuda")
+    monkeypatch.setattr(sm90, "TAIL_SPLIT", False)
+    want = fmha.attention(q, k, v, sink=sink, path="wgmma")
+    monkeypatch.setattr(sm90, "TAIL_SPLIT", True)
+    assert torch.equal(fmha.attention(q, k, v, sink=sink, path="wgmma"), want)
 
 
 @pytest.mark.gpu
