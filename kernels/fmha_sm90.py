@@ -776,8 +776,10 @@ class _FmhaSm90:
         # takes the rank-th
         rank = I32(0)
         first_unit, units, unit_stride = first_tile, n_tiles, ctas
+        tail = None  # TAIL_SPLIT: (the first tail tile, log2 of the pieces a tail tile: a power of two)
         if cutlass.const_expr(self.tail_split):
-            units = n_tiles + n_tiles % ctas * (num_splits - 1)  # the last partial round's tiles, num_splits units each
+            tail = (n_tiles - mTailO.shape[1], I32(31) - I32(cute.arch.clz(num_splits)))
+            units = n_tiles + mTailO.shape[1] * (num_splits - 1)  # the last partial round's tiles, num_splits units each
         if cutlass.const_expr(cluster > 1):
             rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
             first_unit, units, unit_stride = first_tile // cluster, n_tiles // cluster, ctas // cluster
@@ -851,7 +853,7 @@ class _FmhaSm90:
                 state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
                 load = functools.partial(
                     self.load_tile, m_tiles, num_splits, mQ, mK, mV, tma_q, tma_k, tma_v, sQ, sK, sV, pipe_q, pipe_k, pipe_v,
-                    left, right, rank, cluster, o_free,
+                    left, right, rank, cluster, o_free, tail,
                 )  # fmt: skip
                 if cutlass.const_expr(self.dynamic):
                     tile = first_tile
@@ -910,7 +912,7 @@ class _FmhaSm90:
                 self.compute_tile, m_tiles, num_splits, mQ, mK, mO, mLSE, mSink, mCodes, mScales, mGlobal, mTailO, mTailLSE, scale_log2,
                 left, right,
                 pipe_q, pipe_k, pipe_v, mma_qk, mma_pv, s2g, sO, handoff, o_free, sNext, n_tiles, tSrQ, tSrK, tOrVt, acc_O, acc_S,
-                rP, corr, row_max, row_sum, tScS, ct, wg,
+                rP, corr, row_max, row_sum, tScS, ct, wg, tail,
             )  # fmt: skip
             if cutlass.const_expr(self.dynamic):
                 cute.arch.barrier_arrive(barrier_id=TILE_EMPTY_BARRIER + 2 * wg, number_of_threads=HANDOVER_THREADS)  # the slot starts empty
@@ -955,6 +957,7 @@ class _FmhaSm90:
         rank: I32,
         cluster: cutlass.Constexpr,
         o_free,
+        tail,  # TAIL_SPLIT: (first tail tile, log2 of its pieces), or None
         tile: I32,
         q_state,
         state,
@@ -965,7 +968,7 @@ class _FmhaSm90:
         O_IN_V its V only once the last tile's O, in V's ring, has been stored)."""
         d = self.d
         tiles_before = q_state.count  # (O_IN_V: this CTA's tiles loaded before this one)
-        m_block, head, batch, kv_head, n_block_max, n_blocks, _ = self.tile_coords(tile, m_tiles, num_splits, mQ, mK, left, right)
+        m_block, head, batch, kv_head, n_block_max, n_blocks, _ = self.tile_coords(tile, m_tiles, num_splits, mQ, mK, left, right, tail)
         gQ = cute.local_tile(mQ[None, None, head, batch], (self.block_m, d), (m_block, 0))
         gK = cute.local_tile(mK[None, None, kv_head, batch], (self.block_n, d), (None, 0))
         gV = cute.local_tile(mV[None, None, kv_head, batch], (self.block_n, d), (None, 0))
@@ -1090,6 +1093,7 @@ class _FmhaSm90:
         tScS: cute.Tensor,
         ct: I32,
         wg: I32,
+        tail,  # TAIL_SPLIT: (first tail tile, log2 of its pieces), or None
         tile: I32,
         q_state,
         state,
@@ -1098,7 +1102,7 @@ class _FmhaSm90:
 
         Returns the pipeline states and, with ORDER "dynamic", the warpgroup's next tile (taken
         from the producer while the tile's last P V wgmma runs)."""
-        m_block, head, batch, kv_head, n_block_max, n_blocks, split = self.tile_coords(tile, m_tiles, num_splits, mQ, mK, left, right)
+        m_block, head, batch, kv_head, n_block_max, n_blocks, split = self.tile_coords(tile, m_tiles, num_splits, mQ, mK, left, right, tail)
         m0 = m_block * self.block_m
         sk = mK.shape[0]
         offset = sk - self.queries(mQ)  # bottom-right alignment of the masks
@@ -1140,8 +1144,11 @@ class _FmhaSm90:
                 for it in cutlass.range(right_end, n_blocks, unroll=1):
                     state = step(it, state, False)
             else:
+                # (TAIL_SPLIT, no diagonal: only a tile's first block, the key tail's, is ever
+                # masked, so the loop's blocks are not, and its pieces' block ranges need not be
+                # held across it for the test)
                 for it in cutlass.range(1, n_blocks, unroll=1):
-                    state = step(it, state, None)
+                    state = step(it, state, False if cutlass.const_expr(self.tail_split) else None)
             pipe_v.consumer_wait(state)
             self.mma_turn_wait(wg)
             if cutlass.const_expr(not self.late_rescale):
@@ -1171,7 +1178,7 @@ class _FmhaSm90:
         if cutlass.const_expr(self.tail_split):
             # the tile's coordinates again from the unit (live anyway), so that those of the
             # tile's start need not be held across its key loop
-            whole, split = self.tail_piece(tile, m_tiles, num_splits, mQ)
+            whole, split = self.tail_piece(tile, num_splits, tail)
             m0 = (m_tiles - 1 - whole % m_tiles) * self.block_m
             head = (whole // m_tiles) % mQ.shape[2]
             batch = whole // (m_tiles * mQ.shape[2])
@@ -1183,7 +1190,9 @@ class _FmhaSm90:
             self.partials_epilogue(acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mma_pv, ct, m0, batch * mK.shape[2] + kv_head, split)
         elif cutlass.const_expr(self.tail_split):
             if split >= 0:  # a tail piece: its partials, row r of the tile at row r
-                self.partials_epilogue(acc_O, row_max, row_sum, scale_log2, tScS, mTailO, mTailLSE, mma_pv, ct, I32(0), split // num_splits, split % num_splits)
+                self.partials_epilogue(
+                    acc_O, row_max, row_sum, scale_log2, tScS, mTailO, mTailLSE, mma_pv, ct, I32(0), split >> tail[1], split & (num_splits - 1)
+                )  # fmt: skip
             else:
                 epilogue()
         else:
@@ -1388,7 +1397,7 @@ class _FmhaSm90:
         return m0, m0 + self.block_m - 1
 
     @cute.jit
-    def tile_coords(self, tile: I32, m_tiles: I32, num_splits: I32, mQ: cute.Tensor, mK: cute.Tensor, left: I32, right: I32):
+    def tile_coords(self, tile: I32, m_tiles: I32, num_splits: I32, mQ: cute.Tensor, mK: cute.Tensor, left: I32, right: I32, tail=None):
         """(m_block, head, batch, kv_head, n_block_max, n_blocks, split) of a linear tile index.
 
         The query tile is the fastest index, last tile first (with a causal mask the longest
@@ -1403,7 +1412,7 @@ class _FmhaSm90:
         hkv = mK.shape[2]
         split = I32(0)
         if cutlass.const_expr(self.tail_split):
-            tile, split = self.tail_piece(tile, m_tiles, num_splits, mQ)
+            tile, split = self.tail_piece(tile, num_splits, tail)
         m_block = m_tiles - 1 - tile % m_tiles
         if cutlass.const_expr(self.group):
             rest = tile // m_tiles
@@ -1452,22 +1461,23 @@ class _FmhaSm90:
         if cutlass.const_expr(self.tail_split):
             # share j of num_splits balanced ones (none empty while num_splits <= the blocks: tail_splits)
             blocks = cutlass.max(n_block_max - n_block_min, 0)
-            share = split % num_splits
-            lo = n_block_min + share * blocks // num_splits
-            hi = n_block_min + (share + 1) * blocks // num_splits
+            share = split & (num_splits - 1)
+            lo = n_block_min + ((share * blocks) >> tail[1])
+            hi = n_block_min + (((share + 1) * blocks) >> tail[1])
             n_block_min = cutlass.select_(split >= 0, lo, n_block_min)
             n_block_max = cutlass.select_(split >= 0, hi, n_block_max)
         return m_block, head, batch, kv_head, n_block_max, cutlass.max(n_block_max - n_block_min, 0), split
 
-    def tail_piece(self, unit: I32, m_tiles: I32, num_splits: I32, mQ: cute.Tensor):
+    def tail_piece(self, unit: I32, num_splits: I32, tail):
         """TAIL_SPLIT: (tile, piece) of a unit of the persistent order. Units past the full rounds
-        are pieces, num_splits consecutive ones a tail tile: piece = tail tile * num_splits + its
-        share of the key blocks; -1 for a whole tile (the unit is the tile)."""
-        n_tiles = m_tiles * mQ.shape[2] * mQ.shape[3]
-        full = n_tiles - n_tiles % cute.arch.grid_dim()[0]
+        are pieces, num_splits (a power of two) consecutive ones a tail tile: piece = tail tile *
+        num_splits + its share of the key blocks; -1 for a whole tile (the unit is the tile).
+        Shifts and masks, no division: ptxas keeps the results on the uniform datapath (with
+        divisions by num_splits the consumers spilled 64 bytes at D=128)."""
+        full, shift = tail
         is_piece = (num_splits > 1) & (unit >= full)
         piece = cutlass.select_(is_piece, unit - full, I32(-1))
-        return cutlass.select_(is_piece, full + (unit - full) // num_splits, unit), piece
+        return cutlass.select_(is_piece, full + ((unit - full) >> shift), unit), piece
 
     @cute.jit
     def mma_turn_wait(self, wg: I32):
@@ -2120,7 +2130,7 @@ def tail_splits(config: Config, b: int, sq: int, sk: int, hq: int, has_sink: boo
 
     The round's R tiles of `blocks` key blocks take `blocks` block-times while ctas - R SMs idle;
     cut into s pieces they take ceil(R s / ctas) rounds of blocks / s + TAIL_PIECE_COST. The
-    smallest s (at most TAIL_SPLIT_MAX and `blocks`) of the fewest block-times, if that is at
+    smallest power of two s (at most TAIL_SPLIT_MAX and `blocks`) of the fewest block-times, if that is at
     least 5% of the tail's time fewer (the combine and the pieces' partials cost the rest).
     The kernel's own tile count; with TAIL_SPLIT off, 1 at once."""
     if not config.tail_split or has_sink:
@@ -2131,7 +2141,8 @@ def tail_splits(config: Config, b: int, sq: int, sk: int, hq: int, has_sink: boo
     if tail == 0 or blocks < 2:
         return 1
     cost = lambda s: -(-tail * s // ctas) * (blocks / s + TAIL_PIECE_COST)  # noqa: E731
-    best = min(range(1, min(TAIL_SPLIT_MAX, blocks) + 1), key=lambda s: (cost(s), s))
+    powers = [1 << k for k in range(TAIL_SPLIT_MAX.bit_length()) if 1 << k <= min(TAIL_SPLIT_MAX, blocks)]  # (the kernel shifts)
+    best = min(powers, key=lambda s: (cost(s), s))
     return best if cost(best) <= 0.95 * cost(1) else 1
 
 

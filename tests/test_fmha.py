@@ -636,7 +636,7 @@ def test_trace_cta_times_build(monkeypatch, tmp_path):
 
 
 def test_tail_split_plan(monkeypatch, tmp_path):
-    """TAIL_SPLIT's host plan (`tail_splits`: the split count that gives the fewest block-times
+    """TAIL_SPLIT's host plan (`tail_splits`: the power of two that gives the fewest block-times
     for the last partial round, by hand below for 132 SMs) and its build: a second kernel (the
     combine), none with the knob off, and none with a diagonal, a sink or the NVFP4 output."""
     sm90 = _fmha().fmha_sm90
@@ -644,22 +644,23 @@ def test_tail_split_plan(monkeypatch, tmp_path):
     monkeypatch.setattr(sm90, "TAIL_SPLIT", True)
     d128, d64 = sm90.config_for(128, False, False), sm90.config_for(64, False, False)
     assert d128.tail_split and d64.tail_split and d128.max_ctas == 132
-    # 4x16x4096x128: 2048 tiles, 68 in the last round, 32 blocks: 5 pieces, 3 rounds of 7.4 block-times for 33
-    assert sm90.tail_splits(d128, 4, 4096, 4096, 16, False) == 5
-    # 2x16x8192x128: 68 tiles of 64 blocks: 9 pieces (5 rounds of 8.1) just ahead of 7 (4 of 10.1)
-    assert sm90.tail_splits(d128, 2, 8192, 8192, 16, False) == 9
-    # 1x32x16384x128: 4096 tiles, 4 left over, 128 blocks: 33 pieces, one round
-    assert sm90.tail_splits(d128, 1, 16384, 16384, 32, False) == 33
-    # 8x32x1024x128: 68 tiles of 8 blocks: 3 pieces; 4x16x4096x64 (192-row tiles: 1408, 88 left): 3
-    assert sm90.tail_splits(d128, 8, 1024, 1024, 32, False) == 3
-    assert sm90.tail_splits(d64, 4, 4096, 4096, 16, False) == 3
+    # 4x16x4096x128: 2048 tiles, 68 in the last round, 32 blocks: 8 pieces, 5 rounds of 5 block-times for 33
+    assert sm90.tail_splits(d128, 4, 4096, 4096, 16, False) == 8
+    # 2x16x8192x128: 68 tiles of 64 blocks: 8 and 16 pieces tie at 45 (for 65): the smaller
+    assert sm90.tail_splits(d128, 2, 8192, 8192, 16, False) == 8
+    # 1x32x16384x128: 4096 tiles, 4 left over, 128 blocks: 32 pieces, one round of 5
+    assert sm90.tail_splits(d128, 1, 16384, 16384, 32, False) == 32
+    # 8x32x1024x128: 68 tiles of 8 blocks: 4 pieces only tie (9 block-times): none;
+    # 4x16x4096x64 (192-row tiles: 1408, 88 left, 32 blocks): 4 pieces, 27 for 33
+    assert sm90.tail_splits(d128, 8, 1024, 1024, 32, False) == 1
+    assert sm90.tail_splits(d64, 4, 4096, 4096, 16, False) == 4
     # no tail (the tiles fill whole rounds or one round at most), a near-full round, a sink, a single block
     assert sm90.tail_splits(d128, 1, 128 * 132, 4096, 1, False) == 1
     assert sm90.tail_splits(d128, 1, 4096, 4096, 4, False) == 1
     assert sm90.tail_splits(d128, 2, 2048, 2048, 16, False) == 1  # (512 tiles: 116 in the last round of 132)
     assert sm90.tail_splits(d128, 4, 4096, 4096, 16, True) == 1
     assert sm90.tail_splits(d128, 4, 4096, 100, 16, False) == 1
-    assert sm90.tail_scratch_words(d128, 4, 4096, 16, 128, 5) == (5 * 68 * 128 * 128, 5 * 68 * 128)
+    assert sm90.tail_scratch_words(d128, 4, 4096, 16, 128, 8) == (8 * 68 * 128 * 128, 8 * 68 * 128)
     assert not sm90.config_for(128, False, True).tail_split and not sm90.config_for(128, False, False, nvfp4_out=True).tail_split
     ptx = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, d128).__ptx__
     assert ptx.count(".entry ") == 2 and "tail_combine_kernel" in ptx
