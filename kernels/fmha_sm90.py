@@ -1143,12 +1143,18 @@ class _FmhaSm90:
                     state = step(it, state, True)
                 for it in cutlass.range(right_end, n_blocks, unroll=1):
                     state = step(it, state, False)
+            elif cutlass.const_expr(self.tail_split):
+                # no diagonal: only a tile's first block (the key tail's) is ever masked, so the
+                # loop's are not. The loop runs a whole tile's count, a piece's past its own
+                # blocks idle: with the piece's count as the bound, ptxas spilled 64 bytes at
+                # D=128 (a per-tile trip count; the whole tile's is the same for every tile)
+                whole = cute.ceil_div(sk, self.block_n)
+                for it in cutlass.range(1, whole, unroll=1):
+                    if it < n_blocks:
+                        state = step(it, state, False)
             else:
-                # (TAIL_SPLIT, no diagonal: only a tile's first block, the key tail's, is ever
-                # masked, so the loop's blocks are not, and its pieces' block ranges need not be
-                # held across it for the test)
                 for it in cutlass.range(1, n_blocks, unroll=1):
-                    state = step(it, state, False if cutlass.const_expr(self.tail_split) else None)
+                    state = step(it, state, None)
             pipe_v.consumer_wait(state)
             self.mma_turn_wait(wg)
             if cutlass.const_expr(not self.late_rescale):
