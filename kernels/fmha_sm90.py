@@ -1181,13 +1181,6 @@ class _FmhaSm90:
         else:
             pipe_q.consumer_release(q_state)
             q_state.advance()
-        if cutlass.const_expr(self.tail_split):
-            # the tile's coordinates again from the unit (live anyway), so that those of the
-            # tile's start need not be held across its key loop
-            whole, split = self.tail_piece(tile, num_splits, tail)
-            m0 = (m_tiles - 1 - whole % m_tiles) * self.block_m
-            head = (whole // m_tiles) % mQ.shape[2]
-            batch = whole // (m_tiles * mQ.shape[2])
         epilogue = functools.partial(
             self.epilogue, acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mSink, mCodes, mScales, mGlobal, sO, handoff, mma_pv, s2g,
             ct, wg, m0, head, batch, sQ_tile, o_free_tile,
