@@ -289,6 +289,10 @@ CLUSTER = 1
 TAIL_SPLIT = False
 TAIL_SPLIT_MAX = 64  # pieces a tail tile at most
 TAIL_PIECE_COST = 1.0  # a piece's fixed cost (Q load, first S, epilogue) in key blocks, for tail_splits
+# a piece's f32 partial O written and read again (64 KB at D=128: 2 x 64 KB at ~3 TB/s) in key
+# blocks of one SM (~1.6 us at D=128), for tail_splits; the whole GPU's bandwidth is shared, so
+# the launch pays it once per piece, not per round
+TAIL_TRAFFIC_COST = 0.027
 TAIL_COMBINE_WARPS = 4  # the tail combine: a warp a row, 4 rows a CTA
 # the NVFP4 output (nvfp4_out) quantized by two idle warps of the producer warpgroup instead of
 # the consumers: each consumer warpgroup puts its normalized O rows (bf16/fp16) in its rows of
@@ -2128,9 +2132,11 @@ def tail_splits(config: Config, b: int, sq: int, sk: int, hq: int, has_sink: boo
     """TAIL_SPLIT: the pieces each tile of a launch's last partial round is cut into (1: none).
 
     The round's R tiles of `blocks` key blocks take `blocks` block-times while ctas - R SMs idle;
-    cut into s pieces they take ceil(R s / ctas) rounds of blocks / s + TAIL_PIECE_COST. The
-    smallest power of two s (at most TAIL_SPLIT_MAX and `blocks`) of the fewest block-times, if that is at
-    least 5% of the tail's time fewer (the combine and the pieces' partials cost the rest).
+    cut into s pieces they take ceil(R s / ctas) rounds of blocks / s + TAIL_PIECE_COST, plus
+    TAIL_TRAFFIC_COST a piece for its partials. The smallest power of two s (at most
+    TAIL_SPLIT_MAX and `blocks`) of the fewest block-times, if that is at least 5% fewer than
+    the plain round's: a long tile and a short last round pay (1x32x16384x128: 4 tiles left on
+    132 SMs), a half-full round of short tiles does not (the partials cost what the split saves).
     The kernel's own tile count; with TAIL_SPLIT off, 1 at once."""
     if not config.tail_split or has_sink:
         return 1
@@ -2139,7 +2145,7 @@ def tail_splits(config: Config, b: int, sq: int, sk: int, hq: int, has_sink: boo
     tail, blocks = n_tiles % ctas, -(-sk // config.block_n)
     if tail == 0 or blocks < 2:
         return 1
-    cost = lambda s: -(-tail * s // ctas) * (blocks / s + TAIL_PIECE_COST)  # noqa: E731
+    cost = lambda s: -(-tail * s // ctas) * (blocks / s + TAIL_PIECE_COST) + (TAIL_TRAFFIC_COST * tail * s if s > 1 else 0.0)  # noqa: E731
     powers = [1 << k for k in range(TAIL_SPLIT_MAX.bit_length()) if 1 << k <= min(TAIL_SPLIT_MAX, blocks)]  # (the kernel shifts)
     best = min(powers, key=lambda s: (cost(s), s))
     return best if cost(best) <= 0.95 * cost(1) else 1

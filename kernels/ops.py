@@ -85,6 +85,7 @@ def clear_launch_cache():
     """Forget every launcher: after changing a kernel module's tuning knobs by hand."""
     _LAUNCHERS.clear()
     _DECODE_PLANS.clear()
+    fmha_sm90.tail_splits.cache_clear()  # (its plan reads TAIL_SPLIT_MAX and the costs)
 
 
 _DEVICE_ARCH: dict = {}

@@ -637,30 +637,32 @@ def test_trace_cta_times_build(monkeypatch, tmp_path):
 
 def test_tail_split_plan(monkeypatch, tmp_path):
     """TAIL_SPLIT's host plan (`tail_splits`: the power of two that gives the fewest block-times
-    for the last partial round, by hand below for 132 SMs) and its build: a second kernel (the
+    for the last partial round, its pieces' partials counted, by hand below for 132 SMs) and its build: a second kernel (the
     combine), none with the knob off, and none with a diagonal, a sink or the NVFP4 output."""
     sm90 = _fmha().fmha_sm90
     monkeypatch.setattr(sm90, "sm_count", lambda: 132)
     monkeypatch.setattr(sm90, "TAIL_SPLIT", True)
     d128, d64 = sm90.config_for(128, False, False), sm90.config_for(64, False, False)
     assert d128.tail_split and d64.tail_split and d128.max_ctas == 132
-    # 4x16x4096x128: 2048 tiles, 68 in the last round, 32 blocks: 8 pieces, 5 rounds of 5 block-times for 33
-    assert sm90.tail_splits(d128, 4, 4096, 4096, 16, False) == 8
-    # 2x16x8192x128: 68 tiles of 64 blocks: 8 and 16 pieces tie at 45 (for 65): the smaller
-    assert sm90.tail_splits(d128, 2, 8192, 8192, 16, False) == 8
-    # 1x32x16384x128: 4096 tiles, 4 left over, 128 blocks: 32 pieces, one round of 5
+    # 4x16x4096x128: 2048 tiles, 68 in the last round, 32 blocks: 4 pieces would take 27 + 7.3 (the
+    # partials) block-times for 33, 8 25 + 14.7: none
+    assert sm90.tail_splits(d128, 4, 4096, 4096, 16, False) == 1
+    # 2x16x8192x128: 68 tiles of 64 blocks: 4 pieces, 51 + 7.3 for 65 (8: 45 + 14.7)
+    assert sm90.tail_splits(d128, 2, 8192, 8192, 16, False) == 4
+    # 1x32x16384x128: 4096 tiles, 4 left over, 128 blocks: 32 pieces, one round of 5 + 3.5
     assert sm90.tail_splits(d128, 1, 16384, 16384, 32, False) == 32
-    # 8x32x1024x128: 68 tiles of 8 blocks: 4 pieces only tie (9 block-times): none;
-    # 4x16x4096x64 (192-row tiles: 1408, 88 left, 32 blocks): 4 pieces, 27 for 33
+    # 8x32x1024x128 (68 tiles of 8 blocks) and 4x16x4096x64 (192-row tiles: 1408, 88 left, 32 blocks): none
     assert sm90.tail_splits(d128, 8, 1024, 1024, 32, False) == 1
-    assert sm90.tail_splits(d64, 4, 4096, 4096, 16, False) == 4
+    assert sm90.tail_splits(d64, 4, 4096, 4096, 16, False) == 1
+    # 3 blocks, 12 tiles left: 2 pieces (of one and two blocks), 2.5 + 0.6 for 4
+    assert sm90.tail_splits(d128, 1, 2048, 300, 9, False) == 2
     # no tail (the tiles fill whole rounds or one round at most), a near-full round, a sink, a single block
     assert sm90.tail_splits(d128, 1, 128 * 132, 4096, 1, False) == 1
     assert sm90.tail_splits(d128, 1, 4096, 4096, 4, False) == 1
     assert sm90.tail_splits(d128, 2, 2048, 2048, 16, False) == 1  # (512 tiles: 116 in the last round of 132)
     assert sm90.tail_splits(d128, 4, 4096, 4096, 16, True) == 1
     assert sm90.tail_splits(d128, 4, 4096, 100, 16, False) == 1
-    assert sm90.tail_scratch_words(d128, 4, 4096, 16, 128, 8) == (8 * 68 * 128 * 128, 8 * 68 * 128)
+    assert sm90.tail_scratch_words(d128, 2, 8192, 16, 128, 4) == (4 * 68 * 128 * 128, 4 * 68 * 128)
     assert not sm90.config_for(128, False, True).tail_split and not sm90.config_for(128, False, False, nvfp4_out=True).tail_split
     ptx = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, d128).__ptx__
     assert ptx.count(".entry ") == 2 and "tail_combine_kernel" in ptx
@@ -745,7 +747,12 @@ def test_gpu_tail_split(d, monkeypatch):
     block_m = sm90.config_for(d, False, False).block_m
     m_tiles = -(-2048 // block_m)
     heads = -(-(sms + 1) // m_tiles)  # just past one round: a short last one
-    cases = [(1, 2048, 2048, heads, heads, torch.bfloat16), (1, 2048 - 37, 1000, heads, 1, torch.float16), (3, 2048, 4096, heads, heads, torch.bfloat16)]
+    cases = [
+        (1, 2048, 2048, heads, heads, torch.bfloat16),  # (8 pieces of 2 blocks at D=128)
+        (1, 2048 - 37, 1000, heads, 1, torch.float16),  # (a key tail; 4 pieces)
+        (3, 2048, 4096, heads, heads, torch.bfloat16),  # (2 pieces at D=128, 4 at D=64)
+        (1, 2048, 300, heads, heads, torch.bfloat16),  # (3 blocks: pieces of one and two)
+    ]  # fmt: skip
     for b, sq, sk, hq, hkv, dtype in cases:
         g = torch.Generator(device="cuda").manual_seed(sk)
         q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(dtype)

@@ -14,8 +14,8 @@ case "${PART:-1}" in
   tail -3 "$OUT/tail_tests.log"
   grep -q " passed" "$OUT/tail_tests.log" && ! grep -q "failed\|error" "$OUT/tail_tests.log" || exit 1
   timeout 300 python3 bench/fmha_peers.py --out "$OUT/ts" --skip-peers \
-    --variants now,tail_split,now#2,tail_split#2,now#3,tail_split#3 --variant-cases 0,2,4,6,8,d5 > "$OUT/ts.log" 2>&1
-  grep "^| " "$OUT/ts/fmha_peers.md" | tail -7
+    --variants now,tail_split,tail_split_free,now#2,tail_split#2,tail_split_free#2 --variant-cases 0,2,4,6,8,d5 > "$OUT/ts.log" 2>&1
+  grep "^| " "$OUT/ts/fmha_peers.md" | tail -8
   timeout 120 python3 bench/h200/fmha_sched/cta_times.py 0 6 > "$OUT/cta_times.log" 2>&1
   timeout 120 python3 bench/h200/fmha_sched/cta_times.py --variant tail_split 0 6 >> "$OUT/cta_times.log" 2>&1
   cat "$OUT/cta_times.log" ;;
