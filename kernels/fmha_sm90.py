@@ -294,6 +294,9 @@ TAIL_PIECE_COST = 1.0  # a piece's fixed cost (Q load, first S, epilogue) in key
 # the launch pays it once per piece, not per round
 TAIL_TRAFFIC_COST = 0.027
 TAIL_COMBINE_WARPS = 4  # the tail combine: a warp a row, 4 rows a CTA
+# the tail combine as a programmatic dependent launch, allowed once each CTA's producer has issued
+# its last load (fmha_decode's "last_load" trigger): its launch overlaps the main kernel's end
+TAIL_COMBINE_PDL = True
 # the NVFP4 output (nvfp4_out) quantized by two idle warps of the producer warpgroup instead of
 # the consumers: each consumer warpgroup puts its normalized O rows (bf16/fp16) in its rows of
 # O's buffer, hands them over (an mbarrier pair a consumer warpgroup, the tile's coordinates
@@ -503,7 +506,9 @@ class _FmhaSm90:
         self.o_last_v = self.o_in_v and o_in_v == "last_v"  # (in the stage of the tile's last V)
         self.persistent = self.max_ctas < 2**31 - 1
         # TAIL_SPLIT: the last partial round's tiles in pieces along the keys, then a combine
-        self.tail_split = tail_split and self.persistent and not group and not has_sink and not nvfp4_out
+        self.tail_split = bool(tail_split) and self.persistent and not group and not has_sink and not nvfp4_out
+        if self.tail_split and tail_split == "pdl":
+            self.pdl = "last_load"  # (the producer's trigger below; the tail combine waits for the grid)
         self.dynamic = self.persistent and self.order == "dynamic"  # tiles drawn from a counter (fetch_tile)
         self.consumer_wgs = self.block_m // 64
         self.threads = 128 * (1 + self.consumer_wgs)  # producer warpgroup + consumers
@@ -656,7 +661,8 @@ class _FmhaSm90:
             if (pieces > 1) & (tail_tiles > 0):
                 rows = tail_tiles * self.block_m
                 self.tail_combine_kernel(mTailO, mTailLSE, mO_rows, mLSE, m_tiles, n_tiles - tail_tiles).launch(
-                    grid=(cute.ceil_div(rows, TAIL_COMBINE_WARPS), 1, 1), block=[TAIL_COMBINE_WARPS * 32, 1, 1], stream=stream
+                    grid=(cute.ceil_div(rows, TAIL_COMBINE_WARPS), 1, 1), block=[TAIL_COMBINE_WARPS * 32, 1, 1], stream=stream,
+                    use_pdl=bool(self.pdl),
                 )
 
     @cute.kernel
@@ -666,6 +672,8 @@ class _FmhaSm90:
         past the queries are skipped, and with one piece (no tail split) nothing is done."""
         from kernels import fmha_decode  # (it imports kernels.fmha, which imports this module)
 
+        if cutlass.const_expr(self.pdl):
+            cute.arch.griddepcontrol_wait()  # the main kernel is done, its partials visible
         tidx, _, _ = cute.arch.thread_idx()
         block, _, _ = cute.arch.block_idx()
         row = block * TAIL_COMBINE_WARPS + tidx // 32
@@ -2026,7 +2034,7 @@ class Config(NamedTuple):
     o_in_v: bool | str = False  # O_IN_V (with TMA_STORE, the bf16/fp16 output only; or "last_v")
     rescale_threshold: float | None = None  # RESCALE_THRESHOLD
     trace: bool = False  # TRACE_CTA_TIMES
-    tail_split: bool = False  # TAIL_SPLIT
+    tail_split: bool | str = False  # TAIL_SPLIT: False, or how its combine is launched ("plain", "pdl": TAIL_COMBINE_PDL)
 
 
 def _per_config(knob, head_dim: int, masked: bool):
@@ -2096,6 +2104,7 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
         raise ValueError("CLUSTER > 1 takes a static ORDER ('stride' or 'snake'): the dynamic order draws a tile per CTA, not per cluster")
     tail_split = bool(_per_config(TAIL_SPLIT, head_dim, masked)) and not masked and persistent and order != "dynamic"
     tail_split = tail_split and cluster == 1 and not o_in_v and not nvfp4_out  # (and no sink: _FmhaSm90)
+    tail_split = ("pdl" if TAIL_COMBINE_PDL else "plain") if tail_split else False  # (how the combine is launched)
     if q_stages == 2 and smem_bytes(2) > SHARED_MEMORY_BYTES:
         q_stages = 1  # a second Q buffer only where it fits (not beside the wider tiles: 128 x 160 at D=128)
     smem = smem_bytes(q_stages)

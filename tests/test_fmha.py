@@ -665,7 +665,14 @@ def test_tail_split_plan(monkeypatch, tmp_path):
     assert sm90.tail_scratch_words(d128, 2, 8192, 16, 128, 4) == (4 * 68 * 128 * 128, 4 * 68 * 128)
     assert not sm90.config_for(128, False, True).tail_split and not sm90.config_for(128, False, False, nvfp4_out=True).tail_split
     ptx = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, d128).__ptx__
-    assert ptx.count(".entry ") == 2 and "tail_combine_kernel" in ptx
+    assert ptx.count(".entry ") == 2 and "tail_combine_kernel" in ptx and d128.tail_split == "pdl"
+    # the combine a programmatic dependent launch: the main kernel's producer allows it after its
+    # last load, the combine waits for the main grid before it reads the partials
+    assert ptx.count("griddepcontrol.launch_dependents") == 1 and ptx.count("griddepcontrol.wait") == 1
+    monkeypatch.setattr(sm90, "TAIL_COMBINE_PDL", False)
+    assert sm90.config_for(128, False, False).tail_split == "plain"
+    plain_combine = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, sm90.config_for(128, False, False)).__ptx__
+    assert plain_combine.count(".entry ") == 2 and "griddepcontrol" not in plain_combine
     sink = sm90._compile.__wrapped__("bfloat16", 128, False, False, True, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, d128).__ptx__
     assert sink.count(".entry ") == 1  # (with a sink the build has no tail split)
     monkeypatch.setattr(sm90, "TAIL_SPLIT", False)
@@ -738,7 +745,8 @@ def test_gpu_tail_split(d, monkeypatch):
     """TAIL_SPLIT (prepared in session 12, first run pending): the tiles before the last partial
     round give the same bits as without it, the tail's rows (pieces, then the combine) the
     reference's values: pieces of one and two key blocks, a key tail inside a block, a query
-    tail (rows the combine skips), GQA, fp16; with a sink the plain schedule."""
+    tail (rows the combine skips), GQA, fp16, the combine launched plainly and as a PDL; with a
+    sink the plain schedule."""
     torch = _cuda()
     _gpu_path(torch, "wgmma")
     fmha = _fmha()
@@ -753,7 +761,8 @@ def test_gpu_tail_split(d, monkeypatch):
         (3, 2048, 4096, heads, heads, torch.bfloat16),  # (2 pieces at D=128, 4 at D=64)
         (1, 2048, 300, heads, heads, torch.bfloat16),  # (3 blocks: pieces of one and two)
     ]  # fmt: skip
-    for b, sq, sk, hq, hkv, dtype in cases:
+    for (b, sq, sk, hq, hkv, dtype), pdl in [(c, True) for c in cases] + [(cases[0], False)]:
+        monkeypatch.setattr(sm90, "TAIL_COMBINE_PDL", pdl)  # (the combine a programmatic dependent launch, or plain)
         g = torch.Generator(device="cuda").manual_seed(sk)
         q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(dtype)
         k, v = (torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(dtype) for _ in range(2))
