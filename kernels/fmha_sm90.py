@@ -625,8 +625,9 @@ class _FmhaSm90:
         m_tiles = cute.ceil_div(sq, self.block_m)
         n_tiles = m_tiles * hq * b
         ctas = cutlass.min(n_tiles, self.max_ctas)  # (max_ctas is a multiple of CLUSTER)
-        # TAIL_SPLIT: the partials of the last partial round's tiles, tail_splits pieces each
-        # (the caller's scratch: tail_splits * (n_tiles % ctas) * BLOCK_M * (D + 1) f32; 1: none)
+        # TAIL_SPLIT: the partials of the last partial round's tiles, tail_splits pieces each (a
+        # power of two, as tail_splits gives: the kernel shifts by its log2; the caller's scratch:
+        # tail_splits * (n_tiles % ctas) * BLOCK_M * (D + 1) f32; 1: none)
         pieces = tail_splits if cutlass.const_expr(self.tail_split) else I32(1)
         tail_tiles = n_tiles % ctas
         mTailO = cute.make_tensor(
