@@ -185,9 +185,9 @@ SOFTMAX_INTERLEAVED = {(64, False): True, (64, True): False, (128, False): False
 # None: every block rescales (no vote); 0.0 skips only where no row's maximum grew (not quite
 # None's bits: there an unchanged maximum's factor is exp2 of an FFMA's rounding residual, here
 # exactly 1); FA4 takes 8.0 for 16-bit inputs. A value or a dict like TILES. H200
-# (bench/h200/fmha_sched/s12, TFLOP/s, two passes, against None): 8.0 at D=64 without a mask
-# 535-538 / 525-530, with D=128's scheduler barrier 4x16x4096x128 692-694 / 688-691, 2x16x8192
-# 703-706 / 697-698, 1x32x16384 670-677 / 652-662, causal even; 0.0 loses 1-3% (the vote, and a
+# (bench/h200/fmha_sched/s12, TFLOP/s, passes of several calls, against None): 8.0 at D=64 without
+# a mask 535-540 / 525-530, with D=128's scheduler barrier 4x16x4096x128 692-695 / 688-692,
+# 2x16x8192 703-706 / 697-699, 1x32x16384 670-677 / 652-677, causal even; 0.0 loses 1-3% (the vote, and a
 # warp skips only when none of its 16 maxima grew). But 8.0 is less accurate: against float64
 # (s12/g, 2048 keys, D=128, four seeds) max error 7.6e-4..1.7e-3 against 5.9e-4..1.0e-3 (FA3's
 # and FA4's are None's), mean +4%: with a stale reference a row's largest P is no longer exactly 1
