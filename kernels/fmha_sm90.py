@@ -2150,9 +2150,8 @@ def tail_splits(config: Config, b: int, sq: int, sk: int, hq: int, has_sink: boo
     The kernel's own tile count; with TAIL_SPLIT off, 1 at once."""
     if not config.tail_split or has_sink:
         return 1
-    n_tiles = -(-sq // config.block_m) * hq * b
-    ctas = min(n_tiles, config.max_ctas)
-    tail, blocks = n_tiles % ctas, -(-sk // config.block_n)
+    ctas, tail = _tail_tiles(config, b, sq, hq)
+    blocks = -(-sk // config.block_n)
     if tail == 0 or blocks < 2:
         return 1
     cost = lambda s: -(-tail * s // ctas) * (blocks / s + TAIL_PIECE_COST) + (TAIL_TRAFFIC_COST * tail * s if s > 1 else 0.0)  # noqa: E731
@@ -2165,9 +2164,15 @@ def tail_scratch_words(config: Config, b: int, sq: int, hq: int, head_dim: int, 
     """(f32 words of the tail pieces' partial O, of their LSE) for `splits` pieces a tail tile."""
     if splits <= 1:
         return 0, 0
-    n_tiles = -(-sq // config.block_m) * hq * b
-    rows = splits * (n_tiles % min(n_tiles, config.max_ctas)) * config.block_m
+    rows = splits * _tail_tiles(config, b, sq, hq)[1] * config.block_m
     return rows * head_dim, rows
+
+
+def _tail_tiles(config: Config, b: int, sq: int, hq: int) -> tuple[int, int]:
+    """(CTAs, tiles of the last partial round) of a persistent launch, as _FmhaSm90.__call__ counts them."""
+    n_tiles = -(-sq // config.block_m) * hq * b
+    ctas = min(n_tiles, config.max_ctas)
+    return ctas, n_tiles % ctas if ctas else 0
 
 
 def ring_stages(head_dim: int, masked: bool) -> int:

@@ -461,8 +461,9 @@ def _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma,
         device = q.get_device()
         stream = _stream(device)
         # fmha_sm90.TAIL_SPLIT: the last partial round's tiles in pieces, their partials in the scratch
-        splits = fmha_sm90.tail_splits(config, b, sq, sk, hq, sink is not None) if config is not None else 1
-        o_words, lse_words = fmha_sm90.tail_scratch_words(config, b, sq, hq, d, splits) if splits > 1 else (0, 0)
+        # (asked only when the build has it: the plan's cache would hash the config on every call)
+        splits = fmha_sm90.tail_splits(config, b, sq, sk, hq, sink is not None) if config is not None and config.tail_split else 1
+        o_words, lse_words = fmha_sm90.tail_scratch_words(config, b, sq, hq, d, splits)
         counters, tail_o = lse_ptr, lse_ptr  # (never read without the dynamic order, the tail split)
         if counted or splits > 1:
             counters, tail_o = _scratch(device, stream, 2 if counted else 0, o_words + lse_words)
