@@ -169,6 +169,17 @@ P_SMEM = False
 # without a mask -2% (674-675 / 690 in run14: False there; ptxas: with a causal mask False
 # spilled 76 bytes, True none). The packed split-KV kernel (compile_packed_split) keeps False.
 LATE_RESCALE = {(64, False): True, (64, True): True, (128, False): False, (128, True): True}
+# with INTRA_WG_OVERLAP and P in registers, where a key block's P (the softmax's f32 scores)
+# becomes the bf16/fp16 operand of its P V: False, at the end of its own block, after waiting
+# for the previous P V (whose operand the conversion overwrites); True, at the start of the
+# next block, before its S wgmma issue. Why it matters: ptxas schedules each basic block by
+# itself and, with the wait and the conversion in the softmax's block, moves the wait up to
+# just after the row maxima, so the exp2s and row sums run after the previous P V is complete
+# instead of beside it (SASS of the tail-split build and of D=128 causal's unmasked loop:
+# 7 of 66 MUFU before the wait; the plain D=128 build, whose runtime mask branch splits the
+# block, 32). Across the loop's back edge the wait cannot move up: the whole softmax runs
+# while the P V does. A bool or a dict like TILES.
+P_CONVERT_NEXT = False
 # the softmax's exp2s in column order across the thread's rows (FA4's schedule in SASS), four
 # partial maxima and two partial sums a row; False: one row after the other. A bool or a dict
 # like TILES. ptxas 13.0: no spills at D=64 (192 x 128: 8 bytes, against 12) and D=128 causal;
@@ -492,6 +503,7 @@ class _FmhaSm90:
             self.mask_loops, self.section_bytes, self.p_smem, self.late_rescale, self.interleaved, self.mask_relative,
             self.stmatrix, tma_store, self.k_ahead, self.v_wait_late, self.cache_hints, self.q_stages, self.cluster,
             nvfp4_offload, nvfp4_fallback, o_in_v, self.rescale_threshold, self.trace, tail_split,
+            self.p_convert_next,
         ) = config  # fmt: skip
         self.conditional_rescale = self.rescale_threshold is not None  # RESCALE_THRESHOLD: O's rescale under a warp vote
         # NVFP4_OFFLOAD: O's quantization by QUANTIZER_THREADS of the producer warpgroup (nvfp4_out only)
@@ -1144,7 +1156,8 @@ class _FmhaSm90:
             warpgroup.wait_group(0)
             pipe_k.consumer_release(state)
             softmax(n_block_max - 1)  # O is still zero: its first rescale (by 0) changes nothing
-            self.store_p(rP, acc_S, wg)
+            if cutlass.const_expr(not self.p_convert_next):  # (P_CONVERT_NEXT: the next block converts it)
+                self.store_p(rP, acc_S, wg)
             step = functools.partial(
                 self.key_block, pipe_k, pipe_v, mma_qk, mma_pv, tSrQ, tSrK, tOrVt, acc_O, acc_S, rP, tOrP, corr, softmax, wg, n_block_max
             )  # fmt: skip
@@ -1168,6 +1181,8 @@ class _FmhaSm90:
             else:
                 for it in cutlass.range(1, n_blocks, unroll=1):
                     state = step(it, state, None)
+            if cutlass.const_expr(self.p_convert_next):
+                self.convert_p(pipe_v, acc_O, acc_S, rP, corr, wg, n_blocks > 1, state)  # the last block's P
             pipe_v.consumer_wait(state)
             self.mma_turn_wait(wg)
             if cutlass.const_expr(not self.late_rescale):
@@ -1316,6 +1331,9 @@ class _FmhaSm90:
         pipe_k.consumer_wait(state)
         if cutlass.const_expr(not (self.overlap and self.v_wait_late)):
             pipe_v.consumer_wait(v_state)
+        if cutlass.const_expr(self.p_convert_next):
+            # the previous block's P, once the P V before it (of block it - 2, if any) is complete
+            self.convert_p(pipe_v, acc_O, acc_S, rP, corr, wg, it > 1, v_state)
         if cutlass.const_expr(self.overlap):
             # S(n) and O += P(n+1) V(n+1) in flight together; softmax(n) once S(n) is in.
             # O takes the correction of P(n+1)'s softmax while the S wgmma runs, or with
@@ -1331,10 +1349,11 @@ class _FmhaSm90:
             warpgroup.wait_group(1)
             pipe_k.consumer_release(state)
             softmax(n_block_max - 1 - it, masked)
-            warpgroup.wait_group(0)
-            pipe_v.consumer_release(v_state)
-            if cutlass.const_expr(self.late_rescale):
-                _rescale(acc_O, corr, self.conditional_rescale)
+            if cutlass.const_expr(not self.p_convert_next):  # (P_CONVERT_NEXT: at the next block's start)
+                warpgroup.wait_group(0)
+                pipe_v.consumer_release(v_state)
+                if cutlass.const_expr(self.late_rescale):
+                    _rescale(acc_O, corr, self.conditional_rescale)
         else:
             self.mma_turn_wait(wg)
             _rescale(acc_O, corr, self.conditional_rescale)
@@ -1346,8 +1365,22 @@ class _FmhaSm90:
             warpgroup.wait_group(0)
             pipe_k.consumer_release(state)
             softmax(n_block_max - 1 - it, masked)
-        self.store_p(rP, acc_S, wg)
+        if cutlass.const_expr(not self.p_convert_next):
+            self.store_p(rP, acc_S, wg)
         return state
+
+    @cute.jit
+    def convert_p(self, pipe_v, acc_O: cute.Tensor, acc_S: cute.Tensor, rP, corr: cute.Tensor, wg: I32, pending, v_state):
+        """P_CONVERT_NEXT: the last softmax's P (acc_S, f32) into the P V operand rP, which the P V
+        in flight (when `pending`: of the block before v_state's) still reads, so after it is
+        complete; then its V stage is released and, with LATE_RESCALE, O takes the factor."""
+        warpgroup.wait_group(0)
+        if pending:
+            stage = (v_state.index + self.stages - 1) % self.stages
+            pipe_v.consumer_release(pipeline.PipelineState(self.stages, v_state.count, stage, v_state.phase))
+        if cutlass.const_expr(self.late_rescale):
+            _rescale(acc_O, corr, self.conditional_rescale)
+        self.store_p(rP, acc_S, wg)
 
     @cute.jit
     def copy_r2s(self, tiled_copy: cute.TiledCopy, thr_copy, regs: cute.Tensor, dst: cute.Tensor):
@@ -2036,6 +2069,7 @@ class Config(NamedTuple):
     rescale_threshold: float | None = None  # RESCALE_THRESHOLD
     trace: bool = False  # TRACE_CTA_TIMES
     tail_split: bool | str = False  # TAIL_SPLIT: False, or how its combine is launched ("plain", "pdl": TAIL_COMBINE_PDL)
+    p_convert_next: bool = False  # P_CONVERT_NEXT (with INTRA_WG_OVERLAP, P in registers)
 
 
 def _per_config(knob, head_dim: int, masked: bool):
@@ -2134,6 +2168,7 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
         rescale_threshold,
         bool(TRACE_CTA_TIMES),
         tail_split,
+        INTRA_WG_OVERLAP and not p_smem and bool(_per_config(P_CONVERT_NEXT, head_dim, masked)),
     )  # fmt: skip
 
 

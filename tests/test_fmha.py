@@ -491,6 +491,41 @@ def test_gpu_wgmma_load_orders(d, k_ahead, v_wait_late, monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("late_rescale", [False, True])
+@pytest.mark.parametrize("d", [64, 128])
+def test_gpu_wgmma_p_convert_next(d, late_rescale, monkeypatch):
+    """P_CONVERT_NEXT (a key block's P converted at the next block's start, after the previous
+    P V is complete) only moves instructions: the same bits as the conversion in its own block,
+    out and LSE, with and without LATE_RESCALE; on causal with Sq > Sk (query tiles of zero, one
+    and two key blocks: the last block's conversion with no P V in flight), the knob shapes (GQA,
+    a window with a sink, fp16, the key tail) and one long row of tiles; and the reference's values."""
+    torch = _cuda()
+    _gpu_path(torch, "wgmma")
+    fmha = _fmha()
+    sm90 = fmha.fmha_sm90
+    monkeypatch.setattr(sm90, "LATE_RESCALE", late_rescale)
+    cases = [
+        (torch.bfloat16, 2, 1100, 300, 4, 2, True, (-1, -1), False),
+        (torch.bfloat16, 2, 1000, 1100, 8, 2, True, (-1, -1), False),
+        (torch.float16, 1, 2048, 2048, 4, 4, False, (300, 40), True),
+        (torch.bfloat16, 1, 777, 3000, 4, 1, False, (-1, -1), False),
+        (torch.bfloat16, 1, 4096, 4096, 16, 16, False, (-1, -1), False),
+    ]
+    g = torch.Generator(device="cuda").manual_seed(17)
+    for dtype, b, sq, sk, hq, hkv, causal, window, sink in cases:
+        q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(dtype)
+        k, v = (torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(dtype) for _ in range(2))
+        s = torch.randn(hq, device="cuda", generator=g) if sink else None
+        kw = dict(causal=causal, window=window, sink=s, return_lse=True, path="wgmma")
+        monkeypatch.setattr(sm90, "P_CONVERT_NEXT", False)
+        want_out, want_lse = fmha.attention(q, k, v, **kw)
+        monkeypatch.setattr(sm90, "P_CONVERT_NEXT", True)
+        out, lse = fmha.attention(q, k, v, **kw)
+        assert torch.equal(out, want_out) and torch.equal(lse, want_lse), f"P_CONVERT_NEXT changed the bits: {(dtype, b, sq, sk, hq, hkv, causal, window, sink)}"
+    _check_knob_shapes(torch, d)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("d, tile, mask_loops", [(64, (128, 128), True), (64, (192, 128), True), (128, (128, 128), False), (128, (128, 128), True)])
 def test_gpu_wgmma_mask_relative(d, tile, mask_loops, monkeypatch):
     """MASK_RELATIVE (off by default until timed), with the tiles and key loops it lets compile

@@ -5,7 +5,7 @@
 # Usage (staged machine, FA3 installed, PYTHONPATH set): OUT=DIR bash bench/h200/fmha_sched/ncu_stalls.sh [case index]
 : "${OUT:?set OUT}"; mkdir -p "$OUT"
 here=bench/h200/fmha_split
-sections="--section SpeedOfLight --section WarpStateStats --section SourceCounters --section InstructionStats"
+sections="--clock-control none --section SpeedOfLight --section WarpStateStats --section SourceCounters --section InstructionStats"
 declare -A kernel=([ours]=regex:FmhaSm90 [fa3]=regex:device_kernel [fa4]=regex:Sm90)
 for who in ${WHO:-ours fa3}; do
   ncu $sections -k "${kernel[$who]}" -s 2 -c 1 -o "$OUT/$who" python3 $here/ncu_pair.py $who ${1:-1} > "$OUT/ncu_$who.log" 2>&1
