@@ -172,13 +172,15 @@ LATE_RESCALE = {(64, False): True, (64, True): True, (128, False): False, (128, 
 # with INTRA_WG_OVERLAP and P in registers, where a key block's P (the softmax's f32 scores)
 # becomes the bf16/fp16 operand of its P V: False, at the end of its own block, after waiting
 # for the previous P V (whose operand the conversion overwrites); True, at the start of the
-# next block, before its S wgmma issue. Why it matters: ptxas schedules each basic block by
-# itself and, with the wait and the conversion in the softmax's block, moves the wait up to
-# just after the row maxima, so the exp2s and row sums run after the previous P V is complete
-# instead of beside it (SASS of the tail-split build and of D=128 causal's unmasked loop:
-# 7 of 66 MUFU before the wait; the plain D=128 build, whose runtime mask branch splits the
-# block, 32). Across the loop's back edge the wait cannot move up: the whole softmax runs
-# while the P V does. A bool or a dict like TILES.
+# next block, before its S wgmma issue. ptxas schedules each basic block by itself: with the
+# wait in the softmax's block it may move the wait up (the default D=128 build, whose runtime
+# mask test splits that block, runs 32 of its 66 MUFU before the wait; D=128 causal's unmasked
+# loop 7); across the back edge it cannot, and the whole softmax runs beside the P V. Measured
+# (H200, bench/h200/fmha_sched/s13/b, two passes, bit-identical): slower everywhere, 4x16x4096x128
+# 635 against 695-697 TFLOP/s, causal 626 / 660-662, 1x32x16384 606-607 / 665-673, the Sq=128
+# decode row 518-520 / 624: the V stage is released only at the next block's start, a softmax
+# later, and with two K/V stages the producer waits for it (ncu, s13/ncu: its empty-slot waits
+# spin 4.8x as often, the S waits of the consumers grow by half). A bool or a dict like TILES.
 P_CONVERT_NEXT = False
 # the softmax's exp2s in column order across the thread's rows (FA4's schedule in SASS), four
 # partial maxima and two partial sums a row; False: one row after the other. A bool or a dict
