@@ -292,13 +292,17 @@ CLUSTER = 1
 # with n_tiles = k * ctas + R (0 < R), the R tiles after the k full rounds are each cut into
 # `tail_splits` pieces (contiguous shares of the key blocks, one unit of the persistent order
 # each), which write f32 partials (O normalized by their own sum, LSE) into the caller's
-# scratch, and a combine kernel launched after the main one merges them into O and LSE. The
-# other tiles are computed as before (the same bits). Without it the R tiles take a whole tile
+# scratch, and a combine kernel launched after them merges them into O and LSE. The pieces run
+# in a launch of their own (the same kernel built with the piece code, one piece a CTA) after
+# the main kernel, which takes only the k full rounds and is the plain build: with the pieces
+# in the persistent kernel itself (session 12's design) every tile ran 6-14% slower at D=128 before
+# any piece was cut (bench/h200/fmha_sched/s13/a, c: 4x16x4096x128 657-661 against 707-712
+# TFLOP/s, no piece planned there). The other tiles are computed as before (the same bits). Without it the R tiles take a whole tile
 # time while ctas - R SMs idle: 4x16x4096x128 (2048 tiles on 132 SMs) wastes 3% (ncu, s11/p2:
 # the least active SM at 93% of the most active). The split count is the host's
 # (`tail_splits`, from the shape); 1 keeps the plain schedule. Only the static orders without
 # a diagonal, a sink, a cluster, O_IN_V or the NVFP4 output (config_for). A bool or a dict like
-# TILES. Prepared in session 12, CPU-tested; first GPU run pending.
+# TILES.
 TAIL_SPLIT = False
 TAIL_SPLIT_MAX = 64  # pieces a tail tile at most
 TAIL_PIECE_COST = 1.0  # a piece's fixed cost (Q load, first S, epilogue) in key blocks, for tail_splits
@@ -307,8 +311,10 @@ TAIL_PIECE_COST = 1.0  # a piece's fixed cost (Q load, first S, epilogue) in key
 # the launch pays it once per piece, not per round
 TAIL_TRAFFIC_COST = 0.027
 TAIL_COMBINE_WARPS = 4  # the tail combine: a warp a row, 4 rows a CTA
-# the tail combine as a programmatic dependent launch, allowed once each CTA's producer has issued
-# its last load (fmha_decode's "last_load" trigger): its launch overlaps the main kernel's end
+# the pieces' launch and the combine as programmatic dependent launches, each allowed once every
+# CTA of the launch before has issued its last load (fmha_decode's "last_load" trigger): the
+# pieces' CTAs take the SMs as the main kernel's leave them (they read only Q, K and V, so they
+# never wait for its grid); the combine waits for the pieces' grid
 TAIL_COMBINE_PDL = True
 # the NVFP4 output (nvfp4_out) quantized by two idle warps of the producer warpgroup instead of
 # the consumers: each consumer warpgroup puts its normalized O rows (bf16/fp16) in its rows of
@@ -493,7 +499,8 @@ class _FmhaSm90:
     """One compiled configuration: dtype, head dim and which masks exist (compile-time)."""
 
     def __init__(
-        self, dtype, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, nvfp4_out: bool, config: Config, group: int = 0
+        self, dtype, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, nvfp4_out: bool, config: Config, group: int = 0,
+        tail_pieces: bool = False,
     ):
         self.nvfp4_out = nvfp4_out  # the epilogue writes O as NVFP4 (codes + E4M3 scales) instead
         # > 0: packed split-KV (_PackedSplitSm90): a tile's rows are packed rows of one kv head's
@@ -519,10 +526,15 @@ class _FmhaSm90:
         self.o_in_v = bool(o_in_v) and self.tma_store  # O_IN_V: O's buffer over V's ring
         self.o_last_v = self.o_in_v and o_in_v == "last_v"  # (in the stage of the tile's last V)
         self.persistent = self.max_ctas < 2**31 - 1
-        # TAIL_SPLIT: the last partial round's tiles in pieces along the keys, then a combine
-        self.tail_split = bool(tail_split) and self.persistent and not group and not has_sink and not nvfp4_out
-        if self.tail_split and tail_split == "pdl":
-            self.pdl = "last_load"  # (the producer's trigger below; the tail combine waits for the grid)
+        # TAIL_SPLIT: the last partial round's tiles in pieces along the keys (a launch of their
+        # own, `tail_kernel`: this build with the piece code, one piece a CTA), then a combine.
+        # self.tail_split: this object's kernel is that pieces' kernel
+        self.tail_split = tail_pieces
+        self.tail_kernel = None
+        if bool(tail_split) and self.persistent and not group and not has_sink and not nvfp4_out and not tail_pieces:
+            self.tail_kernel = _FmhaSm90(dtype, head_dim, has_left, has_right, has_sink, nvfp4_out, config, group, tail_pieces=True)
+        if (self.tail_kernel is not None or self.tail_split) and tail_split == "pdl":
+            self.pdl = "last_load"  # (the producer's trigger below: the next launch may start; the combine waits for the pieces' grid)
         self.dynamic = self.persistent and self.order == "dynamic"  # tiles drawn from a counter (fetch_tile)
         self.consumer_wgs = self.block_m // 64
         self.threads = 128 * (1 + self.consumer_wgs)  # producer warpgroup + consumers
@@ -641,9 +653,12 @@ class _FmhaSm90:
         ctas = cutlass.min(n_tiles, self.max_ctas)  # (max_ctas is a multiple of CLUSTER)
         # TAIL_SPLIT: the partials of the last partial round's tiles, tail_splits pieces each (a
         # power of two, as tail_splits gives: the kernel shifts by its log2; the caller's scratch:
-        # tail_splits * (n_tiles % ctas) * BLOCK_M * (D + 1) f32; 1: none)
-        pieces = tail_splits if cutlass.const_expr(self.tail_split) else I32(1)
+        # tail_splits * (n_tiles % ctas) * BLOCK_M * (D + 1) f32; 1: none). The main kernel then
+        # takes the full rounds only
+        pieces = tail_splits if cutlass.const_expr(self.tail_kernel is not None) else I32(1)
         tail_tiles = n_tiles % ctas
+        split = (pieces > 1) & (tail_tiles > 0)
+        main_tiles = cutlass.select_(split, n_tiles - tail_tiles, n_tiles)
         mTailO = cute.make_tensor(
             tail_o_ptr, cute.make_layout((pieces, tail_tiles, self.block_m, d), stride=(tail_tiles * self.block_m * d, self.block_m * d, d, 1))
         )  # fmt: skip
@@ -651,7 +666,7 @@ class _FmhaSm90:
             tail_lse_ptr, cute.make_layout((pieces, tail_tiles, self.block_m), stride=(tail_tiles * self.block_m, self.block_m, 1))
         )  # fmt: skip
         rest = (
-            o_out, mLSE, mSink, mCodes, mScales, mGlobal, mCounters, mTailO, mTailLSE, scale_log2, left, right, m_tiles, n_tiles,
+            o_out, mLSE, mSink, mCodes, mScales, mGlobal, mCounters, mTailO, mTailLSE, scale_log2, left, right, m_tiles, main_tiles,
             pieces, sQ_layout, sKV_layout, mma_qk, mma_pv, s2g, Smem,
         )  # fmt: skip
         if cutlass.const_expr(self.cluster > 1):
@@ -670,14 +685,20 @@ class _FmhaSm90:
             self.kernel(tQ, tK, tV, tma_q, tma_k, tma_v, *rest, 1).launch(
                 grid=(ctas, 1, 1), block=[self.threads, 1, 1], stream=stream, min_blocks_per_mp=1
             )
-        if cutlass.const_expr(self.tail_split):
-            # the tail tiles' rows from their pieces (a warp a row), into O [B, S, H, D] and LSE
-            mO_rows = cute.make_tensor(o_ptr, cute.make_layout((b, sq, hq, d), stride=(sq * hq * d, hq * d, d, 1)))
-            if (pieces > 1) & (tail_tiles > 0):
+        if cutlass.const_expr(self.tail_kernel is not None):
+            if split:
+                # the pieces, one a CTA (units n_tiles - tail_tiles on of the pieces' kernel)
+                pieces_rest = (*rest[:13], n_tiles, *rest[14:])
+                self.tail_kernel.kernel(tQ, tK, tV, tma_q, tma_k, tma_v, *pieces_rest, 1).launch(
+                    grid=(tail_tiles * pieces, 1, 1), block=[self.threads, 1, 1], stream=stream, min_blocks_per_mp=1,
+                    use_pdl=bool(self.tail_kernel.pdl),
+                )  # fmt: skip
+                # the tail tiles' rows from their pieces (a warp a row), into O [B, S, H, D] and LSE
+                mO_rows = cute.make_tensor(o_ptr, cute.make_layout((b, sq, hq, d), stride=(sq * hq * d, hq * d, d, 1)))
                 rows = tail_tiles * self.block_m
-                self.tail_combine_kernel(mTailO, mTailLSE, mO_rows, mLSE, m_tiles, n_tiles - tail_tiles).launch(
+                self.tail_kernel.tail_combine_kernel(mTailO, mTailLSE, mO_rows, mLSE, m_tiles, n_tiles - tail_tiles).launch(
                     grid=(cute.ceil_div(rows, TAIL_COMBINE_WARPS), 1, 1), block=[TAIL_COMBINE_WARPS * 32, 1, 1], stream=stream,
-                    use_pdl=bool(self.pdl),
+                    use_pdl=bool(self.tail_kernel.pdl),
                 )
 
     @cute.kernel
@@ -688,7 +709,7 @@ class _FmhaSm90:
         from kernels import fmha_decode  # (it imports kernels.fmha, which imports this module)
 
         if cutlass.const_expr(self.pdl):
-            cute.arch.griddepcontrol_wait()  # the main kernel is done, its partials visible
+            cute.arch.griddepcontrol_wait()  # the pieces' kernel is done, its partials visible
         tidx, _, _ = cute.arch.thread_idx()
         block, _, _ = cute.arch.block_idx()
         row = block * TAIL_COMBINE_WARPS + tidx // 32
@@ -805,8 +826,10 @@ class _FmhaSm90:
         first_unit, units, unit_stride = first_tile, n_tiles, ctas
         tail = None  # TAIL_SPLIT: (the first tail tile, log2 of the pieces a tail tile: a power of two)
         if cutlass.const_expr(self.tail_split):
+            # the pieces' kernel: unit full + c for CTA c, one each (the tail tiles, num_splits units each)
             tail = (n_tiles - mTailO.shape[1], I32(31) - I32(cute.arch.clz(num_splits)))
-            units = n_tiles + mTailO.shape[1] * (num_splits - 1)  # the last partial round's tiles, num_splits units each
+            first_unit = tail[0] + first_tile
+            units = n_tiles + mTailO.shape[1] * (num_splits - 1)
         if cutlass.const_expr(cluster > 1):
             rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
             first_unit, units, unit_stride = first_tile // cluster, n_tiles // cluster, ctas // cluster
@@ -1254,10 +1277,12 @@ class _FmhaSm90:
     @cute.jit
     def unit_tile(self, unit: I32, first_unit: I32, unit_stride: I32, units: I32, rank: I32, cluster: cutlass.Constexpr) -> I32:
         """A persistent CTA's tile in the round where the plain stride gives it `unit`: the unit
-        `scheduled` picks (a unit is one tile, or a cluster's adjacent tiles), its rank-th tile."""
-        unit = self.scheduled(unit, first_unit, unit_stride, units)
-        if cutlass.const_expr(cluster > 1):
-            unit = unit * cluster + rank
+        `scheduled` picks (a unit is one tile, or a cluster's adjacent tiles), its rank-th tile.
+        The tail pieces' kernel: the unit itself (tail_piece maps it to its tile and piece)."""
+        if cutlass.const_expr(not self.tail_split):
+            unit = self.scheduled(unit, first_unit, unit_stride, units)
+            if cutlass.const_expr(cluster > 1):
+                unit = unit * cluster + rank
         return unit
 
     @cute.jit

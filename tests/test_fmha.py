@@ -672,8 +672,9 @@ def test_trace_cta_times_build(monkeypatch, tmp_path):
 
 def test_tail_split_plan(monkeypatch, tmp_path):
     """TAIL_SPLIT's host plan (`tail_splits`: the power of two that gives the fewest block-times
-    for the last partial round, its pieces' partials counted, by hand below for 132 SMs) and its build: a second kernel (the
-    combine), none with the knob off, and none with a diagonal, a sink or the NVFP4 output."""
+    for the last partial round, its pieces' partials counted, by hand below for 132 SMs) and its
+    build: two more kernels (the pieces', the combine), none with the knob off, and none with a
+    diagonal, a sink or the NVFP4 output; the main kernel is the plain build."""
     sm90 = _fmha().fmha_sm90
     monkeypatch.setattr(sm90, "sm_count", lambda: 132)
     monkeypatch.setattr(sm90, "TAIL_SPLIT", True)
@@ -700,14 +701,16 @@ def test_tail_split_plan(monkeypatch, tmp_path):
     assert sm90.tail_scratch_words(d128, 2, 8192, 16, 128, 4) == (4 * 68 * 128 * 128, 4 * 68 * 128)
     assert not sm90.config_for(128, False, True).tail_split and not sm90.config_for(128, False, False, nvfp4_out=True).tail_split
     ptx = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, d128).__ptx__
-    assert ptx.count(".entry ") == 2 and "tail_combine_kernel" in ptx and d128.tail_split == "pdl"
-    # the combine a programmatic dependent launch: the main kernel's producer allows it after its
-    # last load, the combine waits for the main grid before it reads the partials
-    assert ptx.count("griddepcontrol.launch_dependents") == 1 and ptx.count("griddepcontrol.wait") == 1
+    # three kernels: the main one (the full rounds), the pieces', the combine
+    assert ptx.count(".entry ") == 3 and "tail_combine_kernel" in ptx and d128.tail_split == "pdl"
+    # the pieces and the combine as programmatic dependent launches: the main kernel's producer
+    # allows the pieces after its last load, the pieces' producer the combine, which waits for
+    # the pieces' grid before it reads the partials (the pieces read only Q, K and V: no wait)
+    assert ptx.count("griddepcontrol.launch_dependents") == 2 and ptx.count("griddepcontrol.wait") == 1
     monkeypatch.setattr(sm90, "TAIL_COMBINE_PDL", False)
     assert sm90.config_for(128, False, False).tail_split == "plain"
     plain_combine = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, sm90.config_for(128, False, False)).__ptx__
-    assert plain_combine.count(".entry ") == 2 and "griddepcontrol" not in plain_combine
+    assert plain_combine.count(".entry ") == 3 and "griddepcontrol" not in plain_combine
     sink = sm90._compile.__wrapped__("bfloat16", 128, False, False, True, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, d128).__ptx__
     assert sink.count(".entry ") == 1  # (with a sink the build has no tail split)
     monkeypatch.setattr(sm90, "TAIL_SPLIT", False)
