@@ -282,8 +282,12 @@ VARIANTS = {
     # the last partial round's tiles split along the keys, then a combine (stream-K for the tail; prepared in session 12)
     "tail_split": {"TAIL_SPLIT": True},
     # its plan without the partials' cost (more pieces: 4x16x4096x128 gets 8), to test that cost's estimate
-    "tail_split_free": {"TAIL_SPLIT": True, "TAIL_TRAFFIC_COST": 0.0},
+    "tail_split_free": {"TAIL_SPLIT": True, "TAIL_TRAFFIC_COST": 0.0, "TAIL_LAUNCH_COST": 0.0},
     "tail_split_plain": {"TAIL_SPLIT": True, "TAIL_COMBINE_PDL": False},  # its combine a plain launch
+    # session 13: the pieces in a launch of their own; with the model's fixed cost at 0 (8192 gets 4
+    # pieces), and the pieces allowed only once every main CTA has issued its last load
+    "tail_split_model0": {"TAIL_SPLIT": True, "TAIL_LAUNCH_COST": 0.0},
+    "tail_split_last_load": {"TAIL_SPLIT": True, "TAIL_PIECES_TRIGGER": "last_load"},
     # a key block's P converted at the next block's start, after the previous P V (ptxas then runs
     # the whole softmax beside the P V: fmha_sm90.P_CONVERT_NEXT); everywhere, or at D=128 only
     "p_next": {"P_CONVERT_NEXT": True},
@@ -488,7 +492,7 @@ def variants(torch, names, rows: list, cases=VARIANT_CASES):
     from kernels import fmha_decode
 
     decode_saved = {"COMBINE_PDL": fmha_decode.COMBINE_PDL, "PDL_TRIGGER": fmha_decode.PDL_TRIGGER}  # knobs of kernels.fmha_decode a variant may name as "fmha_decode.X"
-    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES", "P_SMEM", "LATE_RESCALE", "SOFTMAX_INTERLEAVED", "MASK_RELATIVE", "STMATRIX", "TMA_STORE", "K_AHEAD", "V_WAIT_LATE", "CACHE_HINTS", "Q_STAGES", "CLUSTER", "NVFP4_OFFLOAD", "NVFP4_OFFLOAD_FALLBACK", "O_IN_V", "NVFP4_TILES", "SPLIT_TILES", "SPLIT_COMBINE_PDL_MAX", "RESCALE_THRESHOLD", "SPLIT_RESCALE_THRESHOLD", "TAIL_SPLIT", "TAIL_TRAFFIC_COST", "TAIL_COMBINE_PDL", "P_CONVERT_NEXT")}
+    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES", "P_SMEM", "LATE_RESCALE", "SOFTMAX_INTERLEAVED", "MASK_RELATIVE", "STMATRIX", "TMA_STORE", "K_AHEAD", "V_WAIT_LATE", "CACHE_HINTS", "Q_STAGES", "CLUSTER", "NVFP4_OFFLOAD", "NVFP4_OFFLOAD_FALLBACK", "O_IN_V", "NVFP4_TILES", "SPLIT_TILES", "SPLIT_COMBINE_PDL_MAX", "RESCALE_THRESHOLD", "SPLIT_RESCALE_THRESHOLD", "TAIL_SPLIT", "TAIL_TRAFFIC_COST", "TAIL_COMBINE_PDL", "TAIL_PIECES_TRIGGER", "TAIL_LAUNCH_COST", "P_CONVERT_NEXT")}
     for name in names:
         knobs = VARIANTS[name.split("#")[0]]
         try:

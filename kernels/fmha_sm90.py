@@ -316,6 +316,15 @@ TAIL_COMBINE_WARPS = 4  # the tail combine: a warp a row, 4 rows a CTA
 # pieces' CTAs take the SMs as the main kernel's leave them (they read only Q, K and V, so they
 # never wait for its grid); the combine waits for the pieces' grid
 TAIL_COMBINE_PDL = True
+# where the main kernel allows the pieces' launch: "start" (every CTA at its start: the pieces'
+# CTAs then take each SM the moment a main CTA leaves it) or "last_load" (once every main CTA's
+# producer has issued its last load: the pieces wait for the slowest CTA's last tile)
+TAIL_PIECES_TRIGGER = "start"
+# the tail split's fixed cost in block-times (the pieces' launch, the combine, the SMs idle until
+# the pieces start), for tail_splits. H200 (s13/d, "last_load"): 1x32x16384x128 with 32 pieces
+# +1.2..1.6% where the model without it saved 2.9% (a tail of ~70 block-times, not 7.5), and
+# 2x16x8192x128 with 4 pieces -0.8%: ~60
+TAIL_LAUNCH_COST = 60.0
 # the NVFP4 output (nvfp4_out) quantized by two idle warps of the producer warpgroup instead of
 # the consumers: each consumer warpgroup puts its normalized O rows (bf16/fp16) in its rows of
 # O's buffer, hands them over (an mbarrier pair a consumer warpgroup, the tile's coordinates
@@ -533,8 +542,11 @@ class _FmhaSm90:
         self.tail_kernel = None
         if bool(tail_split) and self.persistent and not group and not has_sink and not nvfp4_out and not tail_pieces:
             self.tail_kernel = _FmhaSm90(dtype, head_dim, has_left, has_right, has_sink, nvfp4_out, config, group, tail_pieces=True)
-        if (self.tail_kernel is not None or self.tail_split) and tail_split == "pdl":
-            self.pdl = "last_load"  # (the producer's trigger below: the next launch may start; the combine waits for the pieces' grid)
+        pdl_tail = tail_split in ("start", "last_load")  # (Config.tail_split: how the pieces and the combine launch)
+        if pdl_tail and self.tail_kernel is not None:
+            self.pdl = tail_split  # (the kernel's trigger for the pieces' launch: TAIL_PIECES_TRIGGER)
+        elif pdl_tail and self.tail_split:
+            self.pdl = "last_load"  # (the pieces' producer's trigger: the combine may launch, and waits for the pieces' grid)
         self.dynamic = self.persistent and self.order == "dynamic"  # tiles drawn from a counter (fetch_tile)
         self.consumer_wgs = self.block_m // 64
         self.threads = 128 * (1 + self.consumer_wgs)  # producer warpgroup + consumers
@@ -2095,7 +2107,7 @@ class Config(NamedTuple):
     o_in_v: bool | str = False  # O_IN_V (with TMA_STORE, the bf16/fp16 output only; or "last_v")
     rescale_threshold: float | None = None  # RESCALE_THRESHOLD
     trace: bool = False  # TRACE_CTA_TIMES
-    tail_split: bool | str = False  # TAIL_SPLIT: False, or how its combine is launched ("plain", "pdl": TAIL_COMBINE_PDL)
+    tail_split: bool | str = False  # TAIL_SPLIT: False, or how the pieces and the combine launch ("plain"; PDL: TAIL_PIECES_TRIGGER's "start" or "last_load")
     p_convert_next: bool = False  # P_CONVERT_NEXT (with INTRA_WG_OVERLAP, P in registers)
 
 
@@ -2166,7 +2178,9 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
         raise ValueError("CLUSTER > 1 takes a static ORDER ('stride' or 'snake'): the dynamic order draws a tile per CTA, not per cluster")
     tail_split = bool(_per_config(TAIL_SPLIT, head_dim, masked)) and not masked and persistent and order != "dynamic"
     tail_split = tail_split and cluster == 1 and not o_in_v and not nvfp4_out  # (and no sink: _FmhaSm90)
-    tail_split = ("pdl" if TAIL_COMBINE_PDL else "plain") if tail_split else False  # (how the combine is launched)
+    if TAIL_PIECES_TRIGGER not in ("start", "last_load"):
+        raise ValueError(f"TAIL_PIECES_TRIGGER must be 'start' or 'last_load', not {TAIL_PIECES_TRIGGER!r}")
+    tail_split = (TAIL_PIECES_TRIGGER if TAIL_COMBINE_PDL else "plain") if tail_split else False  # (how the pieces and the combine launch)
     if q_stages == 2 and smem_bytes(2) > SHARED_MEMORY_BYTES:
         q_stages = 1  # a second Q buffer only where it fits (not beside the wider tiles: 128 x 160 at D=128)
     smem = smem_bytes(q_stages)
@@ -2205,7 +2219,7 @@ def tail_splits(config: Config, b: int, sq: int, sk: int, hq: int, has_sink: boo
 
     The round's R tiles of `blocks` key blocks take `blocks` block-times while ctas - R SMs idle;
     cut into s pieces they take ceil(R s / ctas) rounds of blocks / s + TAIL_PIECE_COST, plus
-    TAIL_TRAFFIC_COST a piece for its partials. The smallest power of two s (at most
+    TAIL_TRAFFIC_COST a piece for its partials and TAIL_LAUNCH_COST once. The smallest power of two s (at most
     TAIL_SPLIT_MAX and `blocks`) of the fewest block-times, if that is at least 5% fewer than
     the plain round's: a long tile and a short last round pay (1x32x16384x128: 4 tiles left on
     132 SMs), a half-full round of short tiles does not (the partials cost what the split saves).
@@ -2216,7 +2230,7 @@ def tail_splits(config: Config, b: int, sq: int, sk: int, hq: int, has_sink: boo
     blocks = -(-sk // config.block_n)
     if tail == 0 or blocks < 2:
         return 1
-    cost = lambda s: -(-tail * s // ctas) * (blocks / s + TAIL_PIECE_COST) + (TAIL_TRAFFIC_COST * tail * s if s > 1 else 0.0)  # noqa: E731
+    cost = lambda s: -(-tail * s // ctas) * (blocks / s + TAIL_PIECE_COST) + (TAIL_TRAFFIC_COST * tail * s + TAIL_LAUNCH_COST if s > 1 else 0.0)  # noqa: E731
     powers = [1 << k for k in range(TAIL_SPLIT_MAX.bit_length()) if 1 << k <= min(TAIL_SPLIT_MAX, blocks)]  # (the kernel shifts)
     best = min(powers, key=lambda s: (cost(s), s))
     return best if cost(best) <= 0.95 * cost(1) else 1

@@ -678,6 +678,7 @@ def test_tail_split_plan(monkeypatch, tmp_path):
     sm90 = _fmha().fmha_sm90
     monkeypatch.setattr(sm90, "sm_count", lambda: 132)
     monkeypatch.setattr(sm90, "TAIL_SPLIT", True)
+    monkeypatch.setattr(sm90, "TAIL_LAUNCH_COST", 0.0)  # (the hand values below: the model without the launch's fixed cost)
     d128, d64 = sm90.config_for(128, False, False), sm90.config_for(64, False, False)
     assert d128.tail_split and d64.tail_split and d128.max_ctas == 132
     # 4x16x4096x128: 2048 tiles, 68 in the last round, 32 blocks: 4 pieces would take 27 + 7.3 (the
@@ -699,14 +700,25 @@ def test_tail_split_plan(monkeypatch, tmp_path):
     assert sm90.tail_splits(d128, 4, 4096, 4096, 16, True) == 1
     assert sm90.tail_splits(d128, 4, 4096, 100, 16, False) == 1
     assert sm90.tail_scratch_words(d128, 2, 8192, 16, 128, 4) == (4 * 68 * 128 * 128, 4 * 68 * 128)
+    # with a fixed cost of 60 block-times: 8192's 4 pieces (51 + 7.3 + 60 for 65) do not pay, 16384's 32 (68.5 for 128) do
+    monkeypatch.setattr(sm90, "TAIL_LAUNCH_COST", 60.0)
+    sm90.tail_splits.cache_clear()
+    assert sm90.tail_splits(d128, 2, 8192, 8192, 16, False) == 1 and sm90.tail_splits(d128, 1, 16384, 16384, 32, False) == 32
     assert not sm90.config_for(128, False, True).tail_split and not sm90.config_for(128, False, False, nvfp4_out=True).tail_split
     ptx = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, d128).__ptx__
     # three kernels: the main one (the full rounds), the pieces', the combine
-    assert ptx.count(".entry ") == 3 and "tail_combine_kernel" in ptx and d128.tail_split == "pdl"
-    # the pieces and the combine as programmatic dependent launches: the main kernel's producer
-    # allows the pieces after its last load, the pieces' producer the combine, which waits for
-    # the pieces' grid before it reads the partials (the pieces read only Q, K and V: no wait)
+    assert ptx.count(".entry ") == 3 and "tail_combine_kernel" in ptx and d128.tail_split == "start"
+    # the pieces and the combine as programmatic dependent launches: the main kernel allows the
+    # pieces at its start (TAIL_PIECES_TRIGGER), the pieces' producer the combine after its last
+    # load, and the combine waits for the pieces' grid before it reads the partials (the pieces
+    # read only Q, K and V: no wait)
     assert ptx.count("griddepcontrol.launch_dependents") == 2 and ptx.count("griddepcontrol.wait") == 1
+    monkeypatch.setattr(sm90, "TAIL_PIECES_TRIGGER", "last_load")
+    assert sm90.config_for(128, False, False).tail_split == "last_load"
+    monkeypatch.setattr(sm90, "TAIL_PIECES_TRIGGER", "end")
+    with pytest.raises(ValueError, match="TAIL_PIECES_TRIGGER"):
+        sm90.config_for(128, False, False)
+    monkeypatch.setattr(sm90, "TAIL_PIECES_TRIGGER", "start")
     monkeypatch.setattr(sm90, "TAIL_COMBINE_PDL", False)
     assert sm90.config_for(128, False, False).tail_split == "plain"
     plain_combine = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, sm90.config_for(128, False, False)).__ptx__
@@ -799,11 +811,12 @@ def _tail_tile_rows(torch, sm90, config, b, sq, hq):
 @pytest.mark.gpu
 @pytest.mark.parametrize("d", [64, 128])
 def test_gpu_tail_split(d, monkeypatch):
-    """TAIL_SPLIT (prepared in session 12, first run pending): the tiles before the last partial
-    round give the same bits as without it, the tail's rows (pieces, then the combine) the
-    reference's values: pieces of one and two key blocks, a key tail inside a block, a query
-    tail (rows the combine skips), GQA, fp16, the combine launched plainly and as a PDL; with a
-    sink the plain schedule."""
+    """TAIL_SPLIT: the tiles before the last partial round give the same bits as without it, the
+    tail's rows (the pieces' launch, then the combine) the reference's values: pieces of one and
+    two key blocks, a key tail inside a block, a query tail (rows the combine skips), GQA, fp16,
+    the pieces and the combine launched plainly and as PDLs (the pieces allowed at the main
+    kernel's start or after its last loads); with a sink the plain schedule. The plan's fixed
+    cost is set to 0 so that these small shapes are cut."""
     torch = _cuda()
     _gpu_path(torch, "wgmma")
     fmha = _fmha()
@@ -818,8 +831,11 @@ def test_gpu_tail_split(d, monkeypatch):
         (3, 2048, 4096, heads, heads, torch.bfloat16),  # (2 pieces at D=128, 4 at D=64)
         (1, 2048, 300, heads, heads, torch.bfloat16),  # (3 blocks: pieces of one and two)
     ]  # fmt: skip
-    for (b, sq, sk, hq, hkv, dtype), pdl in [(c, True) for c in cases] + [(cases[0], False)]:
-        monkeypatch.setattr(sm90, "TAIL_COMBINE_PDL", pdl)  # (the combine a programmatic dependent launch, or plain)
+    monkeypatch.setattr(sm90, "TAIL_LAUNCH_COST", 0.0)
+    sm90.tail_splits.cache_clear()  # (its plan reads the costs)
+    for (b, sq, sk, hq, hkv, dtype), pdl, trigger in [(c, True, "start") for c in cases] + [(cases[0], False, "start"), (cases[1], True, "last_load")]:
+        monkeypatch.setattr(sm90, "TAIL_COMBINE_PDL", pdl)  # (the pieces and the combine programmatic dependent launches, or plain)
+        monkeypatch.setattr(sm90, "TAIL_PIECES_TRIGGER", trigger)
         g = torch.Generator(device="cuda").manual_seed(sk)
         q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(dtype)
         k, v = (torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(dtype) for _ in range(2))
