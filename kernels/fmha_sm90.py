@@ -303,7 +303,7 @@ CLUSTER = 1
 # (`tail_splits`, from the shape); 1 keeps the plain schedule. Only the static orders without
 # a diagonal, a sink, a cluster, O_IN_V or the NVFP4 output (config_for). A bool or a dict like
 # TILES.
-TAIL_SPLIT = False
+TAIL_SPLIT = True
 TAIL_SPLIT_MAX = 64  # pieces a tail tile at most
 TAIL_PIECE_COST = 1.0  # a piece's fixed cost (Q load, first S, epilogue) in key blocks, for tail_splits
 # a piece's f32 partial O written and read again (64 KB at D=128: 2 x 64 KB at ~3 TB/s) in key
@@ -324,7 +324,7 @@ TAIL_PIECES_TRIGGER = "start"
 # the pieces start), for tail_splits. H200 (s13/d, "last_load"): 1x32x16384x128 with 32 pieces
 # +1.2..1.6% where the model without it saved 2.9% (a tail of ~70 block-times, not 7.5), and
 # 2x16x8192x128 with 4 pieces -0.8%: ~60
-TAIL_LAUNCH_COST = 60.0
+TAIL_LAUNCH_COST = 8.0
 # the NVFP4 output (nvfp4_out) quantized by two idle warps of the producer warpgroup instead of
 # the consumers: each consumer warpgroup puts its normalized O rows (bf16/fp16) in its rows of
 # O's buffer, hands them over (an mbarrier pair a consumer warpgroup, the tile's coordinates
@@ -614,6 +614,8 @@ class _FmhaSm90:
         sQ_layout, sKV_layout, (tma_q, tQ), (tma_k, tK), (tma_v, tV), mma_qk, mma_pv = self.loads_and_mmas(mQ, mK, mV)
         if cutlass.const_expr(self.mask_relative):
             self.col_offsets = self.score_columns(mma_qk)
+            if cutlass.const_expr(self.tail_kernel is not None):
+                self.tail_kernel.col_offsets = self.col_offsets  # (the pieces' kernel is traced from this host function too)
         stages = self.stages
         q_stages = self.q_stages
         handoffs = self.consumer_wgs if self.offload else 0  # NVFP4_OFFLOAD: one O hand-over a consumer warpgroup

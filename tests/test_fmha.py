@@ -545,7 +545,8 @@ def test_wgmma_mask_relative_compiles(tmp_path, monkeypatch):
     """MASK_RELATIVE builds (FA3's D=64 causal 192 x 128 with two key loops, D=128 causal with two
     loops, D=64 with a window and a sink): score_columns finds every consumer thread's score
     columns to be thread 0's shifted by its first (checked on all threads here, the assumption
-    the compares rest on), and the PTX has no local memory."""
+    the compares rest on), and the PTX has no local memory; also beside TAIL_SPLIT's pieces kernel
+    (which the host function traces too: it needs the columns as well)."""
     fmha = _fmha()
     sm90 = fmha.fmha_sm90
     monkeypatch.setattr(sm90, "MASK_RELATIVE", True)
@@ -553,12 +554,16 @@ def test_wgmma_mask_relative_compiles(tmp_path, monkeypatch):
     monkeypatch.setattr(sm90, "SOFTMAX_INTERLEAVED", False)
     monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (64, True): (192, 128)})
     monkeypatch.setattr(sm90, "MASK_LOOPS", {(64, True): True, (128, True): True})
-    for d, left, right, sink in [(64, False, True, False), (128, False, True, False), (64, True, True, True)]:
+    monkeypatch.setattr(sm90, "TAIL_SPLIT", True)
+    # (D=128 without a mask: its key tail's mask in the main kernel and in the tail pieces' kernel,
+    # both traced from one host function: three entries)
+    for d, left, right, sink in [(64, False, True, False), (128, False, True, False), (64, True, True, True), (128, False, False, False)]:
         config = sm90.config_for(d, left, right)
         assert config.mask_relative
         ptx = sm90._compile.__wrapped__("bfloat16", d, left, right, sink, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config).__ptx__
         assert "ld.local" not in ptx and "st.local" not in ptx
         assert "selp.f32" in ptx  # the mask: one select per value
+        assert ptx.count(".entry ") == (3 if config.tail_split else 1)
 
 
 def test_wgmma_tile_that_does_not_fit_shared_memory_is_refused(monkeypatch):
