@@ -297,12 +297,14 @@ CLUSTER = 1
 # the main kernel, which takes only the k full rounds and is the plain build: with the pieces
 # in the persistent kernel itself (session 12's design) every tile ran 6-14% slower at D=128 before
 # any piece was cut (bench/h200/fmha_sched/s13/a, c: 4x16x4096x128 657-661 against 707-712
-# TFLOP/s, no piece planned there). The other tiles are computed as before (the same bits). Without it the R tiles take a whole tile
-# time while ctas - R SMs idle: 4x16x4096x128 (2048 tiles on 132 SMs) wastes 3% (ncu, s11/p2:
-# the least active SM at 93% of the most active). The split count is the host's
-# (`tail_splits`, from the shape); 1 keeps the plain schedule. Only the static orders without
-# a diagonal, a sink, a cluster, O_IN_V or the NVFP4 output (config_for). A bool or a dict like
-# TILES.
+# TFLOP/s, no piece planned there). The other tiles are computed as before (the same bits).
+# Without it the R tiles take a whole tile time while ctas - R SMs idle. The split count is
+# the host's (`tail_splits`, from the shape); 1 keeps the plain schedule (the main kernel
+# alone). Only the static orders without a diagonal, a sink, a cluster, O_IN_V or the NVFP4
+# output (config_for). A bool or a dict like TILES. H200 (s13/e, two passes, TFLOP/s, on
+# against off): 1x32x16384x128 (4 tiles left on 132 SMs, 32 pieces) 688.0-688.3 / 668.8-669.7
+# (+2.8%); 2x16x8192x128 and 4x16x4096x128 (the plan: one piece) even; with the plan's fixed
+# cost at 0, 8192 in 4 pieces 727-729 / 721-726 (even).
 TAIL_SPLIT = True
 TAIL_SPLIT_MAX = 64  # pieces a tail tile at most
 TAIL_PIECE_COST = 1.0  # a piece's fixed cost (Q load, first S, epilogue) in key blocks, for tail_splits
@@ -321,9 +323,11 @@ TAIL_COMBINE_PDL = True
 # producer has issued its last load: the pieces wait for the slowest CTA's last tile)
 TAIL_PIECES_TRIGGER = "start"
 # the tail split's fixed cost in block-times (the pieces' launch, the combine, the SMs idle until
-# the pieces start), for tail_splits. H200 (s13/d, "last_load"): 1x32x16384x128 with 32 pieces
-# +1.2..1.6% where the model without it saved 2.9% (a tail of ~70 block-times, not 7.5), and
-# 2x16x8192x128 with 4 pieces -0.8%: ~60
+# the pieces start), for tail_splits. H200: with the "last_load" trigger (s13/d) 1x32x16384x128's
+# 32 pieces saved 1.2-1.6% where the model without it says 2.9% (a tail of ~70 block-times, not
+# 7.5), 2x16x8192x128's 4 pieces lost 0.8%: ~60; with "start" (s13/e) 16384 saved 2.8% (~4) and
+# 8192's 4 pieces were even (the model: 8.7 of 64 saved). 8: 16384 splits, 8192 (60.3 + 8
+# against 64) and 4096 do not
 TAIL_LAUNCH_COST = 8.0
 # the NVFP4 output (nvfp4_out) quantized by two idle warps of the producer warpgroup instead of
 # the consumers: each consumer warpgroup puts its normalized O rows (bf16/fp16) in its rows of
