@@ -179,6 +179,14 @@ def test_compiles(arch, i):
     assert report is not None and report.arch == arch
 
 
+def _main_kernel(ptx: str) -> str:
+    """The PTX of a compiled host function's first kernel, the attention kernel (TAIL_SPLIT's
+    pieces kernel and combine follow it: launched, and so traced, after it)."""
+    starts = [m.start() for m in re.finditer(r"^(?:\.visible )?\.entry ", ptx, re.M)]
+    assert starts and "kernel_cutlass_kernel_" in ptx[starts[0] : starts[0] + 60], "no attention kernel first in the PTX"
+    return ptx[starts[0] : starts[1] if len(starts) > 1 else len(ptx)]
+
+
 # the wgmma path (sm_90a): every mask/sink combination with every dtype and head dim
 @pytest.mark.parametrize("layout", LAYOUTS, ids=lambda l: f"{l[0]}-d{l[1]}")
 @pytest.mark.parametrize("i", range(len(FEATURES)))
@@ -191,7 +199,8 @@ def test_compiles_wgmma(i, layout, tmp_path):
     fn = fmha.compile_attention(dtype, head_dim, causal, window, sink, "sm_90a", path="wgmma", options=f"--keep-ptx --dump-dir {tmp_path}")
     report = lowering.last_report()
     assert report is not None and report.arch == "sm_90a"
-    ptx = fn.__ptx__
+    full = fn.__ptx__
+    ptx = _main_kernel(full)
     # S = Q K^T over D/16 k-steps, P V over BLOCK_N/16, m64nNk16 each, in the key loop and
     # once more outside it (the first block's S, the last block's P V); with a right limit
     # and no left one (causal) and MASK_LOOPS, the key loop is two (diagonal blocks, the
@@ -221,6 +230,8 @@ def test_compiles_wgmma(i, layout, tmp_path):
     for wg in range(config.block_m // 64):
         assert (re.search(rf"bar\.sync\s+{9 + 2 * wg}, 160;", ptx) is not None) == dynamic
         assert (re.search(rf"bar\.arrive\s+{8 + 2 * wg}, 160;", ptx) is not None) == dynamic
+    # TAIL_SPLIT (without a diagonal or a sink): the pieces' kernel and the combine after it
+    assert full.count(".entry ") == (3 if config.tail_split and not sink else 1)
     # "auto" takes this path on sm_90a (the same cached compile)
     assert fmha.compile_attention(dtype, head_dim, causal, window, sink, "sm_90a", options=f"--keep-ptx --dump-dir {tmp_path}") is fn
 
@@ -589,7 +600,7 @@ def test_wgmma_wider_key_tile_converts_p_in_pairs(tmp_path, monkeypatch):
     fmha = _fmha()
     sm90 = fmha.fmha_sm90
     monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 160)})
-    ptx = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, sm90.config_for(128, False, False)).__ptx__
+    ptx = _main_kernel(sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, sm90.config_for(128, False, False)).__ptx__)
     assert "wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16" in ptx
     assert "cvt.rn.bf16.f32" not in ptx and ptx.count("cvt.rn.bf16x2.f32") >= 40
     assert "ld.local" not in ptx and "st.local" not in ptx
@@ -648,8 +659,8 @@ def test_rescale_threshold_compiles(monkeypatch, tmp_path):
     sm90 = _fmha().fmha_sm90
     for d, right, votes in ((128, False, 2), (128, True, 2), (64, False, 1)):
         base = sm90.config_for(d, False, right)
-        plain = sm90._compile.__wrapped__("bfloat16", d, False, right, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, base._replace(rescale_threshold=None)).__ptx__
-        ptx = sm90._compile.__wrapped__("bfloat16", d, False, right, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, base._replace(rescale_threshold=8.0)).__ptx__
+        plain = _main_kernel(sm90._compile.__wrapped__("bfloat16", d, False, right, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, base._replace(rescale_threshold=None)).__ptx__)
+        ptx = _main_kernel(sm90._compile.__wrapped__("bfloat16", d, False, right, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, base._replace(rescale_threshold=8.0)).__ptx__)
         assert "vote.sync.any" not in plain
         assert len(re.findall(r"vote\.sync\.any\.pred", ptx)) == votes, (d, right)
         assert "ld.local" not in ptx and "st.local" not in ptx
@@ -670,7 +681,7 @@ def test_trace_cta_times_build(monkeypatch, tmp_path):
     monkeypatch.setattr(sm90, "TRACE_CTA_TIMES", True)
     config = sm90.config_for(128, False, False)
     assert config.trace
-    ptx = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config).__ptx__
+    ptx = _main_kernel(sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config).__ptx__)
     assert len(re.findall(r"call\.uni \(retval0\), vprintf,", ptx)) == 3
     assert len(re.findall(r"mov\.u64\s+%rd\d+, %globaltimer;", ptx)) == 3
 
@@ -939,7 +950,7 @@ def test_wgmma_stmatrix_compiles(tmp_path, monkeypatch):
     stores left, no local memory; FA3's D=64 tile 192 x 192 with P in shared memory builds."""
     sm90 = _fmha().fmha_sm90
     monkeypatch.setattr(sm90, "STMATRIX", True)
-    ptx = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, sm90.config_for(128, False, False)).__ptx__
+    ptx = _main_kernel(sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, sm90.config_for(128, False, False)).__ptx__)
     assert ptx.count("stmatrix.sync.aligned") == 8 and "st.shared" not in ptx  # 64 x 128 O a warpgroup: 8 x4 stmatrix a thread
     monkeypatch.setattr(sm90, "P_SMEM", {(64, False): True, (64, True): False, (128, False): False, (128, True): False})
     monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (64, False): (192, 192)})
