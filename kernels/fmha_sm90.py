@@ -1002,6 +1002,13 @@ class _FmhaSm90:
                     cute.printf("fmha_trace end cta {} t {}", first_tile, cute.arch.globaltimer())
             if cutlass.const_expr(self.offload):
                 self.hand_over_end(handoff, ct, wg)
+        if cutlass.const_expr(self.tail_split and bool(self.pdl)):
+            # the pieces read only Q, K and V, yet their grid must not complete before the main
+            # kernel's: the combine waits for this grid only, and what follows the call in the
+            # stream for the combine, so each PDL launch of the chain waits for the one before it
+            # (CUTLASS's rule for kernels launched with PDL); one thread keeps the CTA alive
+            if tidx == 0:
+                cute.arch.griddepcontrol_wait()
 
     @cute.jit
     def load_tile(

@@ -726,9 +726,11 @@ def test_tail_split_plan(monkeypatch, tmp_path):
     assert ptx.count(".entry ") == 3 and "tail_combine_kernel" in ptx and d128.tail_split == "start"
     # the pieces and the combine as programmatic dependent launches: the main kernel allows the
     # pieces at its start (TAIL_PIECES_TRIGGER), the pieces' producer the combine after its last
-    # load, and the combine waits for the pieces' grid before it reads the partials (the pieces
-    # read only Q, K and V: no wait)
-    assert ptx.count("griddepcontrol.launch_dependents") == 2 and ptx.count("griddepcontrol.wait") == 1
+    # load; the combine waits for the pieces' grid before it reads the partials, and the pieces
+    # (which read only Q, K and V) for the main grid before they exit, so that the chain's last
+    # grid completes after all of them
+    assert ptx.count("griddepcontrol.launch_dependents") == 2 and ptx.count("griddepcontrol.wait") == 2
+    assert "griddepcontrol.wait" not in _main_kernel(ptx)
     monkeypatch.setattr(sm90, "TAIL_PIECES_TRIGGER", "last_load")
     assert sm90.config_for(128, False, False).tail_split == "last_load"
     monkeypatch.setattr(sm90, "TAIL_PIECES_TRIGGER", "end")
