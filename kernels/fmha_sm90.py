@@ -313,10 +313,11 @@ TAIL_PIECE_COST = 1.0  # a piece's fixed cost (Q load, first S, epilogue) in key
 # the launch pays it once per piece, not per round
 TAIL_TRAFFIC_COST = 0.027
 TAIL_COMBINE_WARPS = 4  # the tail combine: a warp a row, 4 rows a CTA
-# the pieces' launch and the combine as programmatic dependent launches, each allowed once every
-# CTA of the launch before has issued its last load (fmha_decode's "last_load" trigger): the
-# pieces' CTAs take the SMs as the main kernel's leave them (they read only Q, K and V, so they
-# never wait for its grid); the combine waits for the pieces' grid
+# the pieces' launch and the combine as programmatic dependent launches (False: plain launches):
+# the main kernel allows the pieces where TAIL_PIECES_TRIGGER says, each pieces CTA's producer
+# allows the combine after its last load (fmha_decode's "last_load" trigger); the pieces read
+# only Q, K and V, and wait for the main grid only before they exit; the combine waits for the
+# pieces' grid before it reads their partials
 TAIL_COMBINE_PDL = True
 # where the main kernel allows the pieces' launch: "start" (every CTA at its start: the pieces'
 # CTAs then take each SM the moment a main CTA leaves it) or "last_load" (once every main CTA's
@@ -705,7 +706,7 @@ class _FmhaSm90:
             )
         if cutlass.const_expr(self.tail_kernel is not None):
             if split:
-                # the pieces, one a CTA (units n_tiles - tail_tiles on of the pieces' kernel)
+                # the pieces: units n_tiles - tail_tiles on of the pieces' kernel, one a CTA
                 pieces_rest = (*rest[:13], n_tiles, *rest[14:])
                 self.tail_kernel.kernel(tQ, tK, tV, tma_q, tma_k, tma_v, *pieces_rest, 1).launch(
                     grid=(tail_tiles * pieces, 1, 1), block=[self.threads, 1, 1], stream=stream, min_blocks_per_mp=1,
