@@ -360,8 +360,9 @@ _EVICT_FIRST = 0x12F0000000000000  # the 64-bit L2 cache policies CUTLASS's TMA:
 _EVICT_LAST = 0x14F0000000000000
 SCORE_COLUMNS_CHECK_ALL = False  # score_columns checks every consumer thread (seconds a build; the tests)
 # a diagnostic build: each CTA prints (device printf) its SM and %globaltimer when it starts, when
-# its producer has issued its last load and when its first consumer warpgroup is done, for
-# bench/h200/fmha_sched/cta_times.py (start skew, the tail); never timed with it on
+# its producer issued its last load (kept in shared memory: the producer, down to 24 registers,
+# cannot call vprintf) and when all its warps are done, for bench/h200/fmha_sched/cta_times.py
+# (start skew, the tail); never timed with it on
 TRACE_CTA_TIMES = False
 # with a right limit and no left one (causal), the key loop as two loops: the blocks that cross
 # the diagonal or the key tail (the first visited), the element mask compiled in, then the
@@ -627,6 +628,7 @@ class _FmhaSm90:
         fields = self.handoff_fields
         o_free = 2 if self.o_in_v else 0  # O_IN_V: the mbarriers O's readers arrive at, by tile parity
         o_elems = 0 if self.o_in_v else cute.cosize(sQ_layout)  # (O_IN_V: O lives in V's ring)
+        trace_words = 1 if self.trace else 0
 
         @cute.struct
         class Smem:
@@ -637,6 +639,7 @@ class _FmhaSm90:
             bar_o: cute.struct.MemRange[cutlass.Int64, 2 * handoffs]  # NVFP4_OFFLOAD: (O rows given, taken back) a warpgroup
             o_tiles: cute.struct.MemRange[I32, fields * handoffs]  # and the hand-overs' fields
             bar_o_free: cute.struct.MemRange[cutlass.Int64, o_free]  # O_IN_V: O's TMA stores have read it
+            trace_t: cute.struct.MemRange[cutlass.Int64, trace_words]  # TRACE_CTA_TIMES: the producer's last-load time
             q: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout) * q_stages], 1024]
             o: cute.struct.Align[cute.struct.MemRange[dt, o_elems], 1024]  # O on its way out
             k: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
@@ -653,6 +656,7 @@ class _FmhaSm90:
                 bar_o: cute.struct.MemRange[cutlass.Int64, 2 * handoffs]
                 o_tiles: cute.struct.MemRange[I32, fields * handoffs]
                 bar_o_free: cute.struct.MemRange[cutlass.Int64, o_free]
+                trace_t: cute.struct.MemRange[cutlass.Int64, trace_words]
                 q: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout) * q_stages], 1024]
                 o: cute.struct.Align[cute.struct.MemRange[dt, o_elems], 1024]
                 k: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
@@ -877,6 +881,9 @@ class _FmhaSm90:
             sO = storage.o.get_tensor(sQ_layout.outer, swizzle=sQ_layout.inner)
         sK = storage.k.get_tensor(sKV_layout.outer, swizzle=sKV_layout.inner)
         sV = storage.v.get_tensor(sKV_layout.outer, swizzle=sKV_layout.inner)
+        sTrace = None  # TRACE_CTA_TIMES: the producer's last-load time
+        if cutlass.const_expr(self.trace):
+            sTrace = storage.trace_t.get_tensor(cute.make_layout((1,)))
         sNext = None  # ORDER "dynamic": the next tile's index, from the producer to the consumers
         if cutlass.const_expr(self.dynamic):
             sNext = storage.next_tile.get_tensor(cute.make_layout((2,)))
@@ -937,8 +944,10 @@ class _FmhaSm90:
                 if cutlass.const_expr(self.pdl == "last_load"):
                     cute.arch.griddepcontrol_launch_dependents()  # (fmha_decode.PDL_TRIGGER: the CTA's loads are all issued)
                 if cutlass.const_expr(self.trace):
+                    # (no printf here: after setmaxnreg.dec the producer has 24 registers, and a
+                    # vprintf call there stopped the launch with "illegal instruction" on the H200)
                     if tidx == 0:
-                        cute.printf("fmha_trace loads cta {} t {}", first_tile, cute.arch.globaltimer())
+                        sTrace[0] = cute.arch.globaltimer()
                 if cutlass.const_expr(cluster > 1):
                     # the other CTAs' consumers release this CTA's stages remotely: their last
                     # arrives must land before this CTA (its shared memory) may exit
@@ -998,11 +1007,14 @@ class _FmhaSm90:
             if cutlass.const_expr(self.tma_store):
                 if ct % 128 == 0:
                     cute.arch.cp_async_bulk_wait_group(0, read=True)  # shared memory outlives the last store's reads
-            if cutlass.const_expr(self.trace):
-                if ct == 0:
-                    cute.printf("fmha_trace end cta {} t {}", first_tile, cute.arch.globaltimer())
             if cutlass.const_expr(self.offload):
                 self.hand_over_end(handoff, ct, wg)
+        if cutlass.const_expr(self.trace):
+            # every warp done (the producer's time in shared memory), printed by a consumer thread
+            cute.arch.barrier()
+            if tidx == 128:
+                cute.printf("fmha_trace loads cta {} t {}", first_tile, sTrace[0])
+                cute.printf("fmha_trace end cta {} t {}", first_tile, cute.arch.globaltimer())
         if cutlass.const_expr(self.tail_split and bool(self.pdl)):
             # the pieces read only Q, K and V, yet their grid must not complete before the main
             # kernel's: the combine waits for this grid only, and what follows the call in the

@@ -674,7 +674,8 @@ def test_rescale_threshold_compiles(monkeypatch, tmp_path):
 
 def test_trace_cta_times_build(monkeypatch, tmp_path):
     """TRACE_CTA_TIMES (bench/h200/fmha_sched/cta_times.py's diagnostic build): three device
-    printfs reading %globaltimer (a CTA's start, its last load, its end); the default builds none."""
+    printfs and three %globaltimer reads (a CTA's start, its producer's last load, its end), no
+    printf in the producer after its setmaxnreg.dec; the default builds none."""
     sm90 = _fmha().fmha_sm90
     plain = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, sm90.config_for(128, False, False)).__ptx__
     assert "vprintf" not in plain and "globaltimer" not in plain
@@ -684,6 +685,10 @@ def test_trace_cta_times_build(monkeypatch, tmp_path):
     ptx = _main_kernel(sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config).__ptx__)
     assert len(re.findall(r"call\.uni \(retval0\), vprintf,", ptx)) == 3
     assert len(re.findall(r"mov\.u64\s+%rd\d+, %globaltimer;", ptx)) == 3
+    # none in the producer's code after it gives its registers away (setmaxnreg.dec to 24: a
+    # vprintf call there stopped the H200 launch with "illegal instruction", session 13)
+    producer = ptx[ptx.index("setmaxnreg.dec") : ptx.index("setmaxnreg.inc")]
+    assert "vprintf" not in producer and "%globaltimer" in producer
 
 
 def test_tail_split_plan(monkeypatch, tmp_path):
