@@ -545,6 +545,7 @@ class _FmhaSm90:
         # own, `tail_kernel`: this build with the piece code, one piece a CTA), then a combine.
         # self.tail_split: this object's kernel is that pieces' kernel
         self.tail_split = tail_pieces
+        self.trace = self.trace and not tail_pieces  # (TRACE_CTA_TIMES: the main kernel's CTAs only, as cta_times.py reads them)
         self.tail_kernel = None
         if bool(tail_split) and self.persistent and not group and not has_sink and not nvfp4_out and not tail_pieces:
             self.tail_kernel = _FmhaSm90(dtype, head_dim, has_left, has_right, has_sink, nvfp4_out, config, group, tail_pieces=True)
