@@ -682,8 +682,10 @@ def test_trace_cta_times_build(monkeypatch, tmp_path):
     monkeypatch.setattr(sm90, "TRACE_CTA_TIMES", True)
     config = sm90.config_for(128, False, False)
     assert config.trace
-    ptx = _main_kernel(sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config).__ptx__)
+    full = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config).__ptx__
+    ptx = _main_kernel(full)
     assert len(re.findall(r"call\.uni \(retval0\), vprintf,", ptx)) == 3
+    assert len(re.findall(r"call\.uni \(retval0\), vprintf,", full)) == 3  # (TAIL_SPLIT's pieces kernel prints nothing)
     assert len(re.findall(r"mov\.u64\s+%rd\d+, %globaltimer;", ptx)) == 3
     # none in the producer's code after it gives its registers away (setmaxnreg.dec to 24: a
     # vprintf call there stopped the H200 launch with "illegal instruction", session 13)
