@@ -3,7 +3,8 @@
 # install.sh; FA3 from .dev/fa3 for PART=2). Every step has a short timeout.
 #   PART=1  what changed after session 13's last GPU call, TAIL_SPLIT being on: the PDL chain's
 #           wait in the pieces' kernel (test_gpu_tail_split) and MASK_RELATIVE's columns in the
-#           pieces' kernel (test_gpu_wgmma_mask_relative, the 4 cases that failed in s13/suite)
+#           pieces' kernel (test_gpu_wgmma_mask_relative, the 4 cases that failed in s13/suite);
+#           then the CTA trace (fixed after s13: no printf in the producer) on 4096 and 16384
 #   PART=2  the whole peers run into a copy of results.json (the first with TAIL_SPLIT on:
 #           1x32x16384x128 should gain ~2.8%), FA3 installed
 #   PART=3  every GPU test (gpu_suite.sh)
@@ -12,7 +13,9 @@
 case "${PART:-1}" in
 1)
   timeout 400 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_fmha.py -k "tail_split or mask_relative" > "$OUT/tests.log" 2>&1
-  tail -3 "$OUT/tests.log" ;;
+  tail -3 "$OUT/tests.log"
+  timeout 150 python3 bench/h200/fmha_sched/cta_times.py 0 6 > "$OUT/cta_times.log" 2>&1
+  cat "$OUT/cta_times.log" ;;
 2)
   mkdir -p "$OUT/r" && cp bench/results.json "$OUT/r/results.json"  # (fmha_peers merges its fmha_* entries into it)
   timeout 480 python3 bench/fmha_peers.py --out "$OUT/r" --results "$OUT/r/results.json" > "$OUT/r/peers.log" 2>&1
