@@ -543,8 +543,8 @@ class _FmhaSm90:
         self.persistent = self.max_ctas < 2**31 - 1
         # TAIL_SPLIT: the last partial round's tiles in pieces along the keys (a launch of their
         # own, `tail_kernel`: this build with the piece code, one piece a CTA), then a combine.
-        # self.tail_split: this object's kernel is that pieces' kernel
-        self.tail_split = tail_pieces
+        # self.tail_pieces: this object's kernel is that pieces' kernel
+        self.tail_pieces = tail_pieces
         self.trace = self.trace and not tail_pieces  # (TRACE_CTA_TIMES: the main kernel's CTAs only, as cta_times.py reads them)
         self.tail_kernel = None
         if bool(tail_split) and self.persistent and not group and not has_sink and not nvfp4_out and not tail_pieces:
@@ -552,7 +552,7 @@ class _FmhaSm90:
         pdl_tail = tail_split in ("start", "last_load")  # (Config.tail_split: how the pieces and the combine launch)
         if pdl_tail and self.tail_kernel is not None:
             self.pdl = tail_split  # (the kernel's trigger for the pieces' launch: TAIL_PIECES_TRIGGER)
-        elif pdl_tail and self.tail_split:
+        elif pdl_tail and self.tail_pieces:
             self.pdl = "last_load"  # (the pieces' producer's trigger: the combine may launch, and waits for the pieces' grid)
         self.dynamic = self.persistent and self.order == "dynamic"  # tiles drawn from a counter (fetch_tile)
         self.consumer_wgs = self.block_m // 64
@@ -689,10 +689,10 @@ class _FmhaSm90:
         mTailLSE = cute.make_tensor(
             tail_lse_ptr, cute.make_layout((pieces, tail_tiles, self.block_m), stride=(tail_tiles * self.block_m, self.block_m, 1))
         )  # fmt: skip
-        rest = (
-            o_out, mLSE, mSink, mCodes, mScales, mGlobal, mCounters, mTailO, mTailLSE, scale_log2, left, right, m_tiles, main_tiles,
-            pieces, sQ_layout, sKV_layout, mma_qk, mma_pv, s2g, Smem,
-        )  # fmt: skip
+        # the kernel's arguments after the TMA ones: those before its tile count, the count, the rest
+        before = (o_out, mLSE, mSink, mCodes, mScales, mGlobal, mCounters, mTailO, mTailLSE, scale_log2, left, right, m_tiles)
+        after = (pieces, sQ_layout, sKV_layout, mma_qk, mma_pv, s2g, Smem)
+        rest = (*before, main_tiles, *after)
         if cutlass.const_expr(self.cluster > 1):
             # CLUSTER: adjacent query tiles of a head share K/V where a head's tiles pair up (then
             # n_tiles and ctas are multiples of the cluster too); otherwise the one-CTA build
@@ -712,8 +712,7 @@ class _FmhaSm90:
         if cutlass.const_expr(self.tail_kernel is not None):
             if split:
                 # the pieces: units n_tiles - tail_tiles on of the pieces' kernel, one a CTA
-                pieces_rest = (*rest[:13], n_tiles, *rest[14:])
-                self.tail_kernel.kernel(tQ, tK, tV, tma_q, tma_k, tma_v, *pieces_rest, 1).launch(
+                self.tail_kernel.kernel(tQ, tK, tV, tma_q, tma_k, tma_v, *before, n_tiles, *after, 1).launch(
                     grid=(tail_tiles * pieces, 1, 1), block=[self.threads, 1, 1], stream=stream, min_blocks_per_mp=1,
                     use_pdl=bool(self.tail_kernel.pdl),
                 )  # fmt: skip
@@ -849,7 +848,7 @@ class _FmhaSm90:
         rank = I32(0)
         first_unit, units, unit_stride = first_tile, n_tiles, ctas
         tail = None  # TAIL_SPLIT: (the first tail tile, log2 of the pieces a tail tile: a power of two)
-        if cutlass.const_expr(self.tail_split):
+        if cutlass.const_expr(self.tail_pieces):
             # the pieces' kernel: unit full + c for CTA c, one each (the tail tiles, num_splits units each)
             tail = (n_tiles - mTailO.shape[1], I32(31) - I32(cute.arch.clz(num_splits)))
             first_unit = tail[0] + first_tile
@@ -1016,7 +1015,7 @@ class _FmhaSm90:
             if tidx == 128:
                 cute.printf("fmha_trace loads cta {} t {}", first_tile, sTrace[0])
                 cute.printf("fmha_trace end cta {} t {}", first_tile, cute.arch.globaltimer())
-        if cutlass.const_expr(self.tail_split and bool(self.pdl)):
+        if cutlass.const_expr(self.tail_pieces and bool(self.pdl)):
             # the pieces read only Q, K and V, yet their grid must not complete before the main
             # kernel's: the combine waits for this grid only, and what follows the call in the
             # stream for the combine, so each PDL launch of the chain waits for the one before it
@@ -1233,11 +1232,11 @@ class _FmhaSm90:
                     state = step(it, state, True)
                 for it in cutlass.range(right_end, n_blocks, unroll=1):
                     state = step(it, state, False)
-            elif cutlass.const_expr(self.tail_split):
+            elif cutlass.const_expr(self.tail_pieces):
                 # no diagonal: only a tile's first block (the key tail's) is ever masked, so the
                 # loop's are not. The loop runs a whole tile's count, a piece's past its own
-                # blocks idle: with the piece's count as the bound, ptxas spilled 64 bytes at
-                # D=128 (a per-tile trip count; the whole tile's is the same for every tile)
+                # blocks idle: with the piece's count as the bound ptxas spills (64 bytes at
+                # D=128 in session 12's persistent build, 1080 at D=64 bf16 in this kernel)
                 whole = cute.ceil_div(sk, self.block_n)
                 for it in cutlass.range(1, whole, unroll=1):
                     if it < n_blocks:
@@ -1273,21 +1272,18 @@ class _FmhaSm90:
         else:
             pipe_q.consumer_release(q_state)
             q_state.advance()
-        epilogue = functools.partial(
-            self.epilogue, acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mSink, mCodes, mScales, mGlobal, sO, handoff, mma_pv, s2g,
-            ct, wg, m0, head, batch, sQ_tile, o_free_tile,
-        )  # fmt: skip
         if cutlass.const_expr(self.group):
             self.partials_epilogue(acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mma_pv, ct, m0, batch * mK.shape[2] + kv_head, split)
-        elif cutlass.const_expr(self.tail_split):
-            if split >= 0:  # a tail piece: its partials, row r of the tile at row r
-                self.partials_epilogue(
-                    acc_O, row_max, row_sum, scale_log2, tScS, mTailO, mTailLSE, mma_pv, ct, I32(0), split >> tail[1], split & (num_splits - 1)
-                )  # fmt: skip
-            else:
-                epilogue()
+        elif cutlass.const_expr(self.tail_pieces):
+            # a tail piece: its partials, row r of the tile at row r
+            self.partials_epilogue(
+                acc_O, row_max, row_sum, scale_log2, tScS, mTailO, mTailLSE, mma_pv, ct, I32(0), split >> tail[1], split & (num_splits - 1)
+            )  # fmt: skip
         else:
-            epilogue()
+            self.epilogue(
+                acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mSink, mCodes, mScales, mGlobal, sO, handoff, mma_pv, s2g, ct, wg, m0,
+                head, batch, sQ_tile, o_free_tile,
+            )  # fmt: skip
         if cutlass.const_expr(self.fallback):
             cute.arch.fence_proxy("async.shared", space="cta")  # this thread's uses of the buffer, before TMA writes it again
             cute.arch.sync_warp()  # (every lane's, before its warp's arrive)
@@ -1318,7 +1314,7 @@ class _FmhaSm90:
         """A persistent CTA's tile in the round where the plain stride gives it `unit`: the unit
         `scheduled` picks (a unit is one tile, or a cluster's adjacent tiles), its rank-th tile.
         The tail pieces' kernel: the unit itself (tail_piece maps it to its tile and piece)."""
-        if cutlass.const_expr(not self.tail_split):
+        if cutlass.const_expr(not self.tail_pieces):
             unit = self.scheduled(unit, first_unit, unit_stride, units)
             if cutlass.const_expr(cluster > 1):
                 unit = unit * cluster + rank
@@ -1522,8 +1518,8 @@ class _FmhaSm90:
         """
         hkv = mK.shape[2]
         split = I32(0)
-        if cutlass.const_expr(self.tail_split):
-            tile, split = self.tail_piece(tile, num_splits, tail)
+        if cutlass.const_expr(self.tail_pieces):
+            tile, split = self.tail_piece(tile, tail)
         m_block = m_tiles - 1 - tile % m_tiles
         if cutlass.const_expr(self.group):
             rest = tile // m_tiles
@@ -1569,26 +1565,22 @@ class _FmhaSm90:
             per_split = (cutlass.max(n_block_max - n_block_min, 0) + num_splits - 1) // num_splits
             n_block_min = n_block_min + split * per_split
             n_block_max = cutlass.min(n_block_min + per_split, n_block_max)
-        if cutlass.const_expr(self.tail_split):
+        if cutlass.const_expr(self.tail_pieces):
             # share j of num_splits balanced ones (none empty while num_splits <= the blocks: tail_splits)
             blocks = cutlass.max(n_block_max - n_block_min, 0)
             share = split & (num_splits - 1)
-            lo = n_block_min + ((share * blocks) >> tail[1])
-            hi = n_block_min + (((share + 1) * blocks) >> tail[1])
-            n_block_min = cutlass.select_(split >= 0, lo, n_block_min)
-            n_block_max = cutlass.select_(split >= 0, hi, n_block_max)
+            n_block_max = n_block_min + (((share + 1) * blocks) >> tail[1])
+            n_block_min = n_block_min + ((share * blocks) >> tail[1])
         return m_block, head, batch, kv_head, n_block_max, cutlass.max(n_block_max - n_block_min, 0), split
 
-    def tail_piece(self, unit: I32, num_splits: I32, tail):
-        """TAIL_SPLIT: (tile, piece) of a unit of the persistent order. Units past the full rounds
-        are pieces, num_splits (a power of two) consecutive ones a tail tile: piece = tail tile *
-        num_splits + its share of the key blocks; -1 for a whole tile (the unit is the tile).
-        Shifts and masks, no division: ptxas keeps the results on the uniform datapath (with
-        divisions by num_splits the consumers spilled 64 bytes at D=128)."""
+    def tail_piece(self, unit: I32, tail):
+        """The tail pieces' kernel: (tile, piece) of its unit. The units past the full rounds are
+        the pieces, num_splits (a power of two) consecutive ones a tail tile: piece = tail tile *
+        num_splits + its share of the key blocks. Shifts and masks, no division: ptxas keeps the
+        results on the uniform datapath (with divisions by num_splits the consumers spilled 64
+        bytes at D=128)."""
         full, shift = tail
-        is_piece = (num_splits > 1) & (unit >= full)
-        piece = cutlass.select_(is_piece, unit - full, I32(-1))
-        return cutlass.select_(is_piece, full + ((unit - full) >> shift), unit), piece
+        return full + ((unit - full) >> shift), unit - full
 
     @cute.jit
     def mma_turn_wait(self, wg: I32):
