@@ -279,11 +279,13 @@ VARIANTS = {
                        "PINGPONG": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
     "rescale0_d128_pp128": {"RESCALE_THRESHOLD": {(64, False): None, (64, True): None, (128, False): 0.0, (128, True): None},
                             "PINGPONG": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
-    # the last partial round's tiles split along the keys, then a combine (stream-K for the tail; prepared in session 12)
+    # the last partial round's tiles split along the keys, then a combine (stream-K for the tail;
+    # on by default since session 13, so "tail_split" is "now", and "no_tail_split" the plain schedule)
     "tail_split": {"TAIL_SPLIT": True},
+    "no_tail_split": {"TAIL_SPLIT": False},
     # its plan without the partials' cost (more pieces: 4x16x4096x128 gets 8), to test that cost's estimate
     "tail_split_free": {"TAIL_SPLIT": True, "TAIL_TRAFFIC_COST": 0.0, "TAIL_LAUNCH_COST": 0.0},
-    "tail_split_plain": {"TAIL_SPLIT": True, "TAIL_COMBINE_PDL": False},  # its combine a plain launch
+    "tail_split_plain": {"TAIL_SPLIT": True, "TAIL_COMBINE_PDL": False},  # the pieces and the combine as plain launches
     # session 13: the pieces in a launch of their own; with the model's fixed cost at 0 (8192 gets 4
     # pieces), and the pieces allowed only once every main CTA has issued its last load
     "tail_split_model0": {"TAIL_SPLIT": True, "TAIL_LAUNCH_COST": 0.0},

@@ -461,7 +461,7 @@ def _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma,
         device = q.get_device()
         stream = _stream(device)
         # fmha_sm90.TAIL_SPLIT: the last partial round's tiles in pieces, their partials in the scratch
-        # (asked only when the build has it: the plan's cache would hash the config on every call)
+        # (asked only where the build has it: a cached plan, ~0.2 us a call on the CPU)
         splits = fmha_sm90.tail_splits(config, b, sq, sk, hq, sink is not None) if config is not None and config.tail_split else 1
         o_words, lse_words = fmha_sm90.tail_scratch_words(config, b, sq, hq, d, splits)
         counters, tail_o = lse_ptr, lse_ptr  # (never read without the dynamic order, the tail split)

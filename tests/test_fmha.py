@@ -700,6 +700,7 @@ def test_tail_split_plan(monkeypatch, tmp_path):
     diagonal, a sink or the NVFP4 output; the main kernel is the plain build."""
     sm90 = _fmha().fmha_sm90
     monkeypatch.setattr(sm90, "sm_count", lambda: 132)
+    shipped_cost = sm90.TAIL_LAUNCH_COST
     monkeypatch.setattr(sm90, "TAIL_SPLIT", True)
     monkeypatch.setattr(sm90, "TAIL_LAUNCH_COST", 0.0)  # (the hand values below: the model without the launch's fixed cost)
     d128, d64 = sm90.config_for(128, False, False), sm90.config_for(64, False, False)
@@ -727,6 +728,12 @@ def test_tail_split_plan(monkeypatch, tmp_path):
     monkeypatch.setattr(sm90, "TAIL_LAUNCH_COST", 60.0)
     sm90.tail_splits.cache_clear()
     assert sm90.tail_splits(d128, 2, 8192, 8192, 16, False) == 1 and sm90.tail_splits(d128, 1, 16384, 16384, 32, False) == 32
+    # the shipped cost (8): 8192's 4 pieces take 51 + 7.3 + 8 = 66.3 of 65, no; 16384's 32 take 5 + 3.5 + 8 of 129
+    assert shipped_cost == 8.0
+    monkeypatch.setattr(sm90, "TAIL_LAUNCH_COST", shipped_cost)
+    sm90.tail_splits.cache_clear()
+    assert sm90.tail_splits(d128, 2, 8192, 8192, 16, False) == 1 and sm90.tail_splits(d128, 1, 16384, 16384, 32, False) == 32
+    assert sm90.tail_splits(d128, 4, 4096, 4096, 16, False) == 1
     assert not sm90.config_for(128, False, True).tail_split and not sm90.config_for(128, False, False, nvfp4_out=True).tail_split
     ptx = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, d128).__ptx__
     # three kernels: the main one (the full rounds), the pieces', the combine
