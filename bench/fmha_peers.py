@@ -299,6 +299,14 @@ VARIANTS = {
                        "TILES": {**_T_NOW, (128, False): (128, 160)}, "NVFP4_TILES": {(128, False): (128, 128)}},
     "d128_160_persistent": {"TILES": {**_T128, (128, False): (128, 160)},
                             "PERSISTENT": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
+    # session 14: O from registers to global memory at D=128 (fmha_sm90.O_DIRECT: no O buffer, so
+    # FA3's wider key tiles fit without O over V); with and without a diagonal, then the wider tiles
+    "o_direct": {"O_DIRECT": {(64, False): False, (64, True): False, (128, False): True, (128, True): True}},
+    "o_direct_causal": {"O_DIRECT": {(64, False): False, (64, True): False, (128, False): False, (128, True): True}},
+    **{
+        f"o_direct{n}": {"O_DIRECT": _D128_UNMASKED, "TILES": {**_T_NOW, (128, False): (128, n)}, "NVFP4_TILES": {(128, False): (128, 128)}}
+        for n in (160, 176, 192)
+    },
 }
 
 

@@ -255,6 +255,14 @@ TMA_STORE = {(64, False): True, (64, True): True, (128, False): True, (128, True
 # 697-699 (2x16x8192), 572 / 594-598 (8x32x1024), the Sq=128 decode row 536-537 / 618-619; at
 # 128 x 160 681-684, 696-697, 673-674 / 659-677 (1x32x16384), 528-530, 609.
 O_IN_V = False
+# O from the consumers' registers straight to global memory (each thread its accumulator's
+# pairs of columns, 32-bit stores, rows past Sq skipped), without a shared-memory stage: no O
+# buffer (32 KB at D=128), so FA3's 128 x 176 key tiles fit beside one Q buffer and 128 x 160
+# beside two, with V's ring left alone (O_IN_V's cost), and no epilogue barrier. The stores are
+# half-sector writes that L2 merges (a row's 16 bytes of a column group come from four threads
+# of one store instruction). The bf16/fp16 output only (not NVFP4, not the packed split's
+# partials, which already go out so); it replaces TMA_STORE and O_IN_V. A bool or a dict like TILES.
+O_DIRECT = False
 # the producer's load order: False, a tile's Q, then K and V of each key block in turn; True,
 # FA3's order with its intra-warpgroup overlap (hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp): the
 # tile's first K, then Q, then K of each block before the V of the block before it, the order in
@@ -527,7 +535,7 @@ class _FmhaSm90:
             self.mask_loops, self.section_bytes, self.p_smem, self.late_rescale, self.interleaved, self.mask_relative,
             self.stmatrix, tma_store, self.k_ahead, self.v_wait_late, self.cache_hints, self.q_stages, self.cluster,
             nvfp4_offload, nvfp4_fallback, o_in_v, self.rescale_threshold, self.trace, tail_split,
-            self.p_convert_next,
+            self.p_convert_next, o_direct,
         ) = config  # fmt: skip
         self.conditional_rescale = self.rescale_threshold is not None  # RESCALE_THRESHOLD: O's rescale under a warp vote
         # NVFP4_OFFLOAD: O's quantization by QUANTIZER_THREADS of the producer warpgroup (nvfp4_out only)
@@ -537,7 +545,8 @@ class _FmhaSm90:
         # a hand-over's fields in shared memory: batch, head, first row, the giver's phase (and,
         # with the fallback, whether this tile's rows were handed over)
         self.handoff_fields = 5 if self.fallback else 4
-        self.tma_store = tma_store and not nvfp4_out and not group  # (TMA_STORE: the bf16/fp16 output only)
+        self.o_direct = o_direct and not nvfp4_out and not group  # O_DIRECT: O from registers to global memory
+        self.tma_store = tma_store and not nvfp4_out and not group and not self.o_direct  # (TMA_STORE: the bf16/fp16 output only)
         self.o_in_v = bool(o_in_v) and self.tma_store  # O_IN_V: O's buffer over V's ring
         self.o_last_v = self.o_in_v and o_in_v == "last_v"  # (in the stage of the tile's last V)
         self.persistent = self.max_ctas < 2**31 - 1
@@ -628,7 +637,7 @@ class _FmhaSm90:
         handoffs = self.consumer_wgs if self.offload else 0  # NVFP4_OFFLOAD: one O hand-over a consumer warpgroup
         fields = self.handoff_fields
         o_free = 2 if self.o_in_v else 0  # O_IN_V: the mbarriers O's readers arrive at, by tile parity
-        o_elems = 0 if self.o_in_v else cute.cosize(sQ_layout)  # (O_IN_V: O lives in V's ring)
+        o_elems = 0 if self.o_in_v or self.o_direct else cute.cosize(sQ_layout)  # (O_IN_V: O lives in V's ring; O_DIRECT: nowhere)
         trace_words = 1 if self.trace else 0
 
         @cute.struct
@@ -877,7 +886,7 @@ class _FmhaSm90:
                 cute.arch.mbarrier_init_fence()  # (the pipelines' creation below synchronizes the CTA)
         elif cutlass.const_expr(self.tma_store):
             sO = storage.o.get_tensor(self.o_stages().outer, swizzle=self.o_stages().inner)  # (64, D, warpgroup)
-        elif cutlass.const_expr(not self.group):
+        elif cutlass.const_expr(not self.group and not self.o_direct):
             sO = storage.o.get_tensor(sQ_layout.outer, swizzle=sQ_layout.inner)
         sK = storage.k.get_tensor(sKV_layout.outer, swizzle=sKV_layout.inner)
         sV = storage.v.get_tensor(sKV_layout.outer, swizzle=sKV_layout.inner)
@@ -1808,6 +1817,9 @@ class _FmhaSm90:
 
         rO = cute.make_fragment_like(acc_O, self.dtype)
         rO.store(acc_O.load().to(self.dtype))
+        if cutlass.const_expr(self.o_direct):
+            self.direct_epilogue(rO, tScS, mO, mma_pv, ct, m0, head, batch)
+            return
         if cutlass.const_expr(self.tma_store):
             self.tma_store_epilogue(rO, mO, sO, s2g, ct, wg, m0, head, batch, o_free)
             return
@@ -1851,6 +1863,21 @@ class _FmhaSm90:
                 if m0 + wg * 64 + tOc[0, m, 0][0] < sq:
                     cute.copy(s2g, tOr[None, m, None], tOg[None, m, None])
 
+
+    @cute.jit
+    def direct_epilogue(self, rO: cute.Tensor, tScS: cute.Tensor, mO: cute.Tensor, mma_pv: cute.TiledMma, ct: I32, m0: I32, head: I32, batch: I32):
+        """O_DIRECT: this thread's O (rO, bf16/fp16, the P V accumulator's layout) straight into
+        the tile's rows of mO, a pair of adjacent columns (32 bits) a store, rows past Sq skipped."""
+        gO = cute.local_tile(mO[None, None, head, batch], (self.block_m, self.d), (m0 // self.block_m, 0))
+        # (the accumulator's innermost mode is a pair of adjacent columns: seen as 32-bit words,
+        # in registers and in global memory alike, a row's words keep their order)
+        words = cute.recast_tensor(rO, I32)
+        tOg = cute.recast_tensor(mma_pv.get_slice(ct).partition_C(gO), I32)
+        words_mn, tOg_mn = _mn_view(words), _mn_view(tOg)
+        for r in cutlass.range_constexpr(cute.size(words_mn.shape[0])):
+            if m0 + tScS[r, 0][0] < mO.shape[0]:
+                for c in cutlass.range_constexpr(cute.size(words_mn.shape[1])):
+                    tOg_mn[r, c] = words_mn[r, c]
 
     @cute.jit
     def tma_store_epilogue(
@@ -2128,6 +2155,7 @@ class Config(NamedTuple):
     trace: bool = False  # TRACE_CTA_TIMES
     tail_split: bool | str = False  # TAIL_SPLIT: False, or how the pieces and the combine launch ("plain"; PDL: TAIL_PIECES_TRIGGER's "start" or "last_load")
     p_convert_next: bool = False  # P_CONVERT_NEXT (with INTRA_WG_OVERLAP, P in registers)
+    o_direct: bool = False  # O_DIRECT (the bf16/fp16 output only)
 
 
 def _per_config(knob, head_dim: int, masked: bool):
@@ -2161,7 +2189,8 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
         raise ValueError(f"Q_STAGES must be 1 or 2 (or a dict of them like TILES), not {Q_STAGES!r}")
     p_smem = bool(_per_config(P_SMEM, head_dim, masked))
 
-    tma_store = bool(_per_config(TMA_STORE, head_dim, masked))
+    o_direct = bool(_per_config(O_DIRECT, head_dim, masked)) and not nvfp4_out
+    tma_store = bool(_per_config(TMA_STORE, head_dim, masked)) and not o_direct
     o_in_v = _per_config(O_IN_V, head_dim, masked)
     if o_in_v not in (False, True, "last_v"):
         raise ValueError(f"O_IN_V must be False, True or 'last_v' (or a dict of them like TILES), not {O_IN_V!r}")
@@ -2172,8 +2201,8 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
         raise ValueError(f"O_IN_V 'last_v' takes two K/V stages and O ({block_m} rows) within one ({block_n} rows)")
 
     def smem_bytes(q_buffers: int) -> int:
-        """Barriers (the first kilobyte), Q's buffers, O (unless O_IN_V), the K and V rings, P's tile (P_SMEM)."""
-        o_buffers = 0 if o_in_v else 1
+        """Barriers (the first kilobyte), Q's buffers, O (unless O_IN_V or O_DIRECT), the K and V rings, P's tile (P_SMEM)."""
+        o_buffers = 0 if o_in_v or o_direct else 1
         return (
             1024 + (q_buffers + o_buffers) * block_m * head_dim * 2 + 2 * stages * block_n * head_dim * 2
             + (block_m * block_n * 2 if p_smem else 0)
@@ -2229,6 +2258,7 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
         bool(TRACE_CTA_TIMES),
         tail_split,
         INTRA_WG_OVERLAP and not p_smem and bool(_per_config(P_CONVERT_NEXT, head_dim, masked)),
+        o_direct,
     )  # fmt: skip
 
 

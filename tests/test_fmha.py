@@ -1026,6 +1026,79 @@ def test_gpu_wgmma_tma_store(d, stmatrix, monkeypatch):
 
 
 
+def test_wgmma_o_direct_compiles(tmp_path, monkeypatch):
+    """O_DIRECT: O leaves from registers, 32-bit stores of column pairs (a thread's 64 values at
+    D=128 in 2 rows of 16 words), no shared-memory O buffer (FA3's 128 x 176 fits beside one Q
+    buffer, 128 x 160 beside two), no TMA store, no epilogue barrier and no local memory, at
+    128 x 128 (unmasked, with TMA_STORE also set: O_DIRECT replaces it; causal), 160, 176 and 192.
+    The NVFP4 output keeps its own epilogue (and O's buffer)."""
+    import re
+
+    sm90 = _fmha().fmha_sm90
+    monkeypatch.setattr(sm90, "O_DIRECT", True)
+    monkeypatch.setattr(sm90, "TAIL_SPLIT", False)  # (one kernel's PTX)
+    for block_n, masked, q_stages in [(128, False, 2), (128, True, 2), (160, False, 2), (176, False, 1), (192, False, 1)]:
+        monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, masked): (128, block_n)})
+        config = sm90.config_for(128, False, masked)
+        assert config.o_direct and not config.tma_store and not config.o_in_v and config.q_stages == q_stages
+        ptx = sm90._compile.__wrapped__("bfloat16", 128, False, masked, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config).__ptx__
+        assert f"wgmma.mma_async.sync.aligned.m64n{block_n}k16.f32.bf16.bf16" in ptx
+        # O's 32 words a thread more than the build that stores O through shared memory
+        if block_n == 128:
+            through_smem = sm90._compile.__wrapped__(
+                "bfloat16", 128, False, masked, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config._replace(o_direct=False)
+            ).__ptx__  # fmt: skip
+            assert ptx.count("st.global.b32") == through_smem.count("st.global.b32") + 32
+            assert "st.global.v4" in through_smem  # (O's 16-byte stores from shared memory, gone below)
+        assert "st.global.v4" not in ptx and "cp.async.bulk.wait_group" not in ptx
+        assert not re.search(r"bar\.sync\s+[12], 128;", ptx)  # (the epilogue's barriers: none)
+        assert "ld.local" not in ptx and "st.local" not in ptx
+    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 128)})
+    nvfp4 = sm90.config_for(128, False, False, nvfp4_out=True)
+    assert not nvfp4.o_direct
+    ptx = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", True, nvfp4).__ptx__
+    assert ptx.count("st.global.b32") < 33  # (its own epilogue)
+
+
+@pytest.mark.gpu
+def test_gpu_o_direct(monkeypatch):
+    """O_DIRECT: at 128 x 128 the same bits as O through shared memory (only the path out
+    differs) on many tiles a persistent CTA, one CTA per tile, GQA, key and query tails (rows
+    past Sq not written: O's rows there keep what the output held), fp16, causal and a window
+    with a sink, with the tail split's pieces; at 128 x 160, 176 and 192 the reference's values."""
+    torch = _cuda()
+    _gpu_path(torch, "wgmma")
+    fmha = _fmha()
+    sm90 = fmha.fmha_sm90
+    shapes = [
+        (4, 2048, 2048, 16, 16, torch.bfloat16, False, (-1, -1), False),
+        (3, 1000, 3000, 16, 4, torch.float16, False, (-1, -1), False),
+        (1, 777, 1100, 4, 1, torch.bfloat16, False, (-1, -1), False),
+        (2, 1000, 1100, 8, 2, torch.bfloat16, True, (-1, -1), False),
+        (1, 2048, 2048, 4, 4, torch.float16, False, (300, 40), True),
+    ]
+    for persistent in (True, False):
+        monkeypatch.setattr(sm90, "PERSISTENT", persistent)
+        for b, sq, sk, hq, hkv, dtype, causal, window, with_sink in shapes:
+            g = torch.Generator(device="cuda").manual_seed(sq)
+            q = torch.randn(b, sq, hq, 128, device="cuda", generator=g).to(dtype)
+            k, v = (torch.randn(b, sk, hkv, 128, device="cuda", generator=g).to(dtype) for _ in range(2))
+            sink = torch.randn(hq, device="cuda", generator=g) if with_sink else None
+            call = dict(causal=causal, window=window, sink=sink, return_lse=True, path="wgmma")
+            monkeypatch.setattr(sm90, "O_DIRECT", False)
+            want = fmha.attention(q, k, v, **call)
+            monkeypatch.setattr(sm90, "O_DIRECT", True)
+            for out, lse in [fmha.attention(q, k, v, **call) for _ in range(2)]:
+                assert torch.equal(out, want[0]) and torch.equal(lse, want[1]), f"O_DIRECT differs at {(b, sq, sk, hq, hkv, causal, window)}, persistent {persistent}"
+    monkeypatch.setattr(sm90, "PERSISTENT", True)
+    monkeypatch.setattr(sm90, "O_DIRECT", True)
+    for block_n in (160, 176, 192):
+        monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, block_n)})
+        _check(torch, torch.bfloat16, 4, 2048, 2048, 16, 16, 128, path="wgmma", seed=3)
+        _check(torch, torch.bfloat16, 2, 1000, 300, 8, 2, 128, path="wgmma")  # (two-block tiles)
+        _check(torch, torch.float16, 1, 777, 4096, 4, 1, 128, False, (-1, -1), True, path="wgmma", seed=5)
+
+
 def test_wgmma_cluster_compiles(tmp_path, monkeypatch):
     """CLUSTER = 2 (K/V shared by two CTAs, FA3's ClusterM): the host function holds two kernels,
     the cluster build (K and V by multicast TMA, each CTA's consumers also releasing the other
