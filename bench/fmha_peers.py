@@ -502,7 +502,10 @@ def variants(torch, names, rows: list, cases=VARIANT_CASES):
     from kernels import fmha_decode
 
     decode_saved = {"COMBINE_PDL": fmha_decode.COMBINE_PDL, "PDL_TRIGGER": fmha_decode.PDL_TRIGGER}  # knobs of kernels.fmha_decode a variant may name as "fmha_decode.X"
-    saved = {k: getattr(fmha_sm90, k) for k in ("TILES", "TILE_OVERRIDE", "STAGES", "INTRA_WG_OVERLAP", "PINGPONG", "PERSISTENT", "EXP2_FMA", "ORDER", "MASK_LOOPS", "SECTION_BYTES", "SPLIT_STAGES", "P_SMEM", "LATE_RESCALE", "SOFTMAX_INTERLEAVED", "MASK_RELATIVE", "STMATRIX", "TMA_STORE", "K_AHEAD", "V_WAIT_LATE", "CACHE_HINTS", "Q_STAGES", "CLUSTER", "NVFP4_OFFLOAD", "NVFP4_OFFLOAD_FALLBACK", "O_IN_V", "NVFP4_TILES", "SPLIT_TILES", "SPLIT_COMBINE_PDL_MAX", "RESCALE_THRESHOLD", "SPLIT_RESCALE_THRESHOLD", "TAIL_SPLIT", "TAIL_TRAFFIC_COST", "TAIL_COMBINE_PDL", "TAIL_PIECES_TRIGGER", "TAIL_LAUNCH_COST", "P_CONVERT_NEXT")}
+    # every kernels.fmha_sm90 knob any variant names, restored before each variant (a knob left out
+    # here would leak into the variants after the one that set it: session 14's first O_DIRECT run)
+    named = {knob for variant in VARIANTS.values() if variant for knob in variant if not knob.startswith("fmha_decode.")}
+    saved = {k: getattr(fmha_sm90, k) for k in sorted(named)}
     for name in names:
         knobs = VARIANTS[name.split("#")[0]]
         try:

@@ -1027,11 +1027,12 @@ def test_gpu_wgmma_tma_store(d, stmatrix, monkeypatch):
 
 
 def test_wgmma_o_direct_compiles(tmp_path, monkeypatch):
-    """O_DIRECT: O leaves from registers, 32-bit stores of column pairs (a thread's 64 values at
-    D=128 in 2 rows of 16 words), no shared-memory O buffer (FA3's 128 x 176 fits beside one Q
-    buffer, 128 x 160 beside two), no TMA store, no epilogue barrier and no local memory, at
-    128 x 128 (unmasked, with TMA_STORE also set: O_DIRECT replaces it; causal), 160, 176 and 192.
-    The NVFP4 output keeps its own epilogue (and O's buffer)."""
+    """O_DIRECT: O leaves from registers, each quad's words transposed by 4 butterfly shuffles a
+    run of 4 column groups (32 more shfl.sync.bfly a thread at D=128 than the build that stores
+    O through shared memory) and written by 16-byte stores (8 a thread: its 64 values), no
+    shared-memory O buffer (FA3's 128 x 176 fits beside one Q buffer, 128 x 160 beside two), no
+    TMA store, no epilogue barrier and no local memory, at 128 x 128 (unmasked, where O_DIRECT
+    replaces TMA_STORE; causal), 160, 176 and 192. The NVFP4 output keeps its own epilogue."""
     import re
 
     sm90 = _fmha().fmha_sm90
@@ -1043,21 +1044,19 @@ def test_wgmma_o_direct_compiles(tmp_path, monkeypatch):
         assert config.o_direct and not config.tma_store and not config.o_in_v and config.q_stages == q_stages
         ptx = sm90._compile.__wrapped__("bfloat16", 128, False, masked, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config).__ptx__
         assert f"wgmma.mma_async.sync.aligned.m64n{block_n}k16.f32.bf16.bf16" in ptx
-        # O's 32 words a thread more than the build that stores O through shared memory
+        assert len(re.findall(r"st\.global\.v4\.b32", ptx)) == 8
         if block_n == 128:
             through_smem = sm90._compile.__wrapped__(
                 "bfloat16", 128, False, masked, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config._replace(o_direct=False)
             ).__ptx__  # fmt: skip
-            assert ptx.count("st.global.b32") == through_smem.count("st.global.b32") + 32
-            assert "st.global.v4" in through_smem  # (O's 16-byte stores from shared memory, gone below)
-        assert "st.global.v4" not in ptx and "cp.async.bulk.wait_group" not in ptx
+            assert ptx.count("shfl.sync.bfly") == through_smem.count("shfl.sync.bfly") + 32
+            assert ptx.count("st.global.b32") == through_smem.count("st.global.b32")  # (the LSE's)
+            assert ptx.count("st.shared") < through_smem.count("st.shared")  # (O's rows into shared memory: gone)
+        assert "cp.async.bulk.wait_group" not in ptx
         assert not re.search(r"bar\.sync\s+[12], 128;", ptx)  # (the epilogue's barriers: none)
         assert "ld.local" not in ptx and "st.local" not in ptx
     monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 128)})
-    nvfp4 = sm90.config_for(128, False, False, nvfp4_out=True)
-    assert not nvfp4.o_direct
-    ptx = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", True, nvfp4).__ptx__
-    assert ptx.count("st.global.b32") < 33  # (its own epilogue)
+    assert not sm90.config_for(128, False, False, nvfp4_out=True).o_direct
 
 
 @pytest.mark.gpu
