@@ -124,7 +124,7 @@ def main_gpu(out: pathlib.Path):
     o = torch.empty_like(q)
     lse = torch.empty(1, 32, 1, dtype=torch.float32, device="cuda")
     direct_a = fmha.compile_attention("bfloat16", 128, False, (-1, -1), False, arch)
-    ffi_a = ops._attention_launch(q, False, -1, -1, "auto", None, None, False)[0]
+    ffi_a = ops._attention_launch(q, k.shape[1], False, -1, -1, "auto", None, None, False)[0]
     counters = torch.zeros(4, dtype=torch.int32, device="cuda")  # (the wgmma kernel's scheduler, if dynamic)
     gmem = nvfp4.cute.AddressSpace.gmem
     make_ptr, dt, F32, I32 = nvfp4.make_ptr, fmha.DTYPES["bfloat16"], fmha.F32, fmha.I32

@@ -574,6 +574,7 @@ def compile_attention(
     path: str = "auto",
     out_format: str = "bf16",
     group: int | None = None,
+    wide_keys: bool = False,
 ):
     """The compiled FMHA forward for one configuration; works without a GPU for any arch.
 
@@ -611,7 +612,7 @@ def compile_attention(
             raise ValueError("path='decode_wgmma' needs group= (Hq / Hkv)")
         return fmha_sm90.compile_packed_split(dtype, head_dim, group, left >= 0, right >= 0, bool(sink), arch, options)
     if resolved == "wgmma":
-        return fmha_sm90.compile_kernel(dtype, head_dim, left >= 0, right >= 0, bool(sink), arch, options, nvfp4_out)
+        return fmha_sm90.compile_kernel(dtype, head_dim, left >= 0, right >= 0, bool(sink), arch, options, nvfp4_out, wide_keys)
     return _compile(dtype, head_dim, left >= 0, right >= 0, bool(sink), arch, cols, impl if cols else "magic", options, nvfp4_out)
 
 

@@ -87,6 +87,13 @@ TILES = {
     (128, True): (128, 128),
 }
 TILE_OVERRIDE = None  # (BLOCK_M, BLOCK_N) for every configuration: the knob sweep's
+# the tile of calls with at least WIDE_KEYS_MIN keys and no mask, where it differs from TILES:
+# {head_dim: (BLOCK_M, BLOCK_N)}. A wider key block spreads a block's fixed softmax work (the
+# row maxima and sums, O's rescale, the wgmma waits) over more keys, and wastes little of the
+# last block once the keys are many (Sk = 8192 in blocks of 192: 0.8%; 4096: 3%). Beside two
+# 48 KB K/V stages only one Q buffer and no O buffer fit: it takes O_DIRECT.
+WIDE_KEY_TILES = {}
+WIDE_KEYS_MIN = 8192
 # the NVFP4 output's tile where it differs from TILES: its epilogue quantizes from O's own
 # buffer (no TMA_STORE, so no O_IN_V), beside which a tile needing O_IN_V does not fit
 NVFP4_TILES = {}
@@ -2182,11 +2189,17 @@ def _per_config(knob, head_dim: int, masked: bool):
     return knob[(head_dim, masked)] if isinstance(knob, dict) else knob
 
 
-def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool = False) -> Config:
+def wide_keys(head_dim: int, sk: int) -> bool:
+    """Whether a call with `sk` keys takes WIDE_KEY_TILES' tile (where it has one for the head dim)."""
+    return sk >= WIDE_KEYS_MIN and head_dim in WIDE_KEY_TILES
+
+
+def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool = False, wide_keys: bool = False) -> Config:
     """The knobs' current values for one configuration (TILES, NVFP4_TILES for the NVFP4
-    output, or TILE_OVERRIDE when set)."""
+    output, WIDE_KEY_TILES for a call with many keys: `wide_keys`, or TILE_OVERRIDE when set)."""
     masked = has_left or has_right
-    block_m, block_n = TILE_OVERRIDE or (nvfp4_out and NVFP4_TILES.get((head_dim, masked))) or TILES[(head_dim, masked)]
+    wide = WIDE_KEY_TILES.get(head_dim) if wide_keys and not masked and not nvfp4_out else None
+    block_m, block_n = TILE_OVERRIDE or wide or (nvfp4_out and NVFP4_TILES.get((head_dim, masked))) or TILES[(head_dim, masked)]
     if block_m % 64 or not 64 <= block_m <= 192 or block_n % 16 or not 16 <= block_n <= 256:
         raise ValueError(f"tile ({block_m}, {block_n}): BLOCK_M must be 64, 128 or 192, BLOCK_N a multiple of 16 up to 256")
     pingpong = _per_config(PINGPONG, head_dim, masked)
@@ -2345,11 +2358,16 @@ def sm_count() -> int:
     return 132
 
 
-def compile_kernel(dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, arch: str = "sm_90a", options: str = "", nvfp4_out: bool = False):
-    """The compiled kernel for one configuration and the knobs' current values (no GPU needed)."""
+def compile_kernel(
+    dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, arch: str = "sm_90a", options: str = "", nvfp4_out: bool = False,
+    wide_keys: bool = False,
+):  # fmt: skip
+    """The compiled kernel for one configuration and the knobs' current values (no GPU needed;
+    `wide_keys`: the build for calls with many keys, `wide_keys()`)."""
     if arch not in ARCHS:
         raise ValueError(f"the wgmma path targets {ARCHS}, not {arch!r}")
-    return _compile(dtype, head_dim, has_left, has_right, has_sink, arch, options, nvfp4_out, config_for(head_dim, has_left, has_right, nvfp4_out))
+    config = config_for(head_dim, has_left, has_right, nvfp4_out, wide_keys)
+    return _compile(dtype, head_dim, has_left, has_right, has_sink, arch, options, nvfp4_out, config)
 
 
 @functools.cache

@@ -281,16 +281,21 @@ def _attention_ok(q, k, v, sink, softmax_scale, global_scale) -> bool:
     )
 
 
-def _attention_launch(q, has_sink, left, right, path, exp2_on_fma, exp2_impl, nvfp4_out):
-    """(launcher, whether it reads the scheduler counters) for one shape class; on a miss the
-    options are checked against the arch first."""
+def _attention_launch(q, sk, has_sink, left, right, path, exp2_on_fma, exp2_impl, nvfp4_out):
+    """(launcher, whether it reads the scheduler counters) for one shape class (`sk`, the keys,
+    picks fmha_sm90's wide-key build or not); on a miss the options are checked against the arch first."""
     d = q.shape[3]
     device = q.get_device()
     arch = _arch(device)
     # the wgmma path's tile choice (its knobs' current values) is part of the key: a knob
     # sweep that edits them between calls gets the kernel it asked for
     config_for = getattr(fmha.fmha_sm90, "config_for", None)  # (tile knobs by configuration, where they exist)
-    config = config_for(d, left >= 0, right >= 0, nvfp4_out) if config_for and path != "mma_sync" and arch in fmha.fmha_sm90.ARCHS else None
+    wide_keys = False  # (fmha_sm90.WIDE_KEY_TILES' build; a module without them, fmha_peers' "before", has none)
+    if config_for and path != "mma_sync" and arch in fmha.fmha_sm90.ARCHS:
+        wide_keys = getattr(fmha.fmha_sm90, "wide_keys", lambda d, sk: False)(d, sk)
+        config = config_for(d, left >= 0, right >= 0, nvfp4_out, wide_keys) if wide_keys else config_for(d, left >= 0, right >= 0, nvfp4_out)
+    else:
+        config = None
     # the same for the mma_sync path's exp2 knobs when the call leaves them to the module's defaults
     exp2_on_fma = fmha.EXP2_FMA_FRACTION if exp2_on_fma is None else exp2_on_fma
     exp2_impl = fmha.EXP2_FMA_IMPL if exp2_impl is None else exp2_impl
@@ -306,7 +311,7 @@ def _attention_launch(q, has_sink, left, right, path, exp2_on_fma, exp2_impl, nv
         key,
         lambda: fmha.compile_attention(
             ATTENTION_DTYPES[q.dtype], d, False, (left, right), has_sink, arch, exp2_on_fma, exp2_impl,
-            options=nvfp4.TVM_FFI_OPTION, path=path, out_format=out_format,
+            options=nvfp4.TVM_FFI_OPTION, path=path, out_format=out_format, wide_keys=wide_keys,
         ),
     ), counted, config  # fmt: skip
 
@@ -446,7 +451,7 @@ def _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma,
                     b, sq, sk, hq, hkv, splits, softmax_scale * fmha.LOG2E, left, right, stream,
                 )  # fmt: skip
             return out, lse
-    launch, counted, config = _attention_launch(q, sink is not None, left, right, path, exp2_on_fma, exp2_impl, global_scale is not None)
+    launch, counted, config = _attention_launch(q, sk, sink is not None, left, right, path, exp2_on_fma, exp2_impl, global_scale is not None)
     lse = q.new_empty((b, hq, sq), dtype=_F32)
     if global_scale is not None:
         codes = q.new_empty((b, sq, hq, d // 2), dtype=_U8)

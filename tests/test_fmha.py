@@ -1059,6 +1059,24 @@ def test_wgmma_o_direct_compiles(tmp_path, monkeypatch):
     assert not sm90.config_for(128, False, False, nvfp4_out=True).o_direct
 
 
+def test_wide_key_tiles_config(monkeypatch):
+    """WIDE_KEY_TILES: the wider tile only for calls with at least WIDE_KEYS_MIN keys, only without a
+    mask and not for the NVFP4 output; beside its 48 KB K/V stages it fits only with O_DIRECT
+    (else config_for says how many bytes it needs)."""
+    sm90 = _fmha().fmha_sm90
+    monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {128: (128, 192)})
+    monkeypatch.setattr(sm90, "O_DIRECT", {(64, False): False, (64, True): False, (128, False): True, (128, True): False})
+    assert sm90.wide_keys(128, sm90.WIDE_KEYS_MIN) and not sm90.wide_keys(128, sm90.WIDE_KEYS_MIN - 1) and not sm90.wide_keys(64, 1 << 20)
+    wide = sm90.config_for(128, False, False, False, True)
+    assert wide[:2] == (128, 192) and wide.o_direct and wide.q_stages == 1
+    assert sm90.config_for(128, False, False, False, False)[:2] == sm90.TILES[(128, False)]
+    assert sm90.config_for(128, False, True, False, True)[:2] == sm90.TILES[(128, True)]
+    assert sm90.config_for(128, False, False, True, True)[:2] != (128, 192)
+    monkeypatch.setattr(sm90, "O_DIRECT", False)
+    with pytest.raises(ValueError, match=r"tile \(128, 192\) at D=128 with 2 K/V stages needs 263168 bytes"):
+        sm90.config_for(128, False, False, False, True)
+
+
 @pytest.mark.gpu
 def test_gpu_o_direct(monkeypatch):
     """O_DIRECT: at 128 x 128 the same bits as O through shared memory (only the path out
