@@ -1114,6 +1114,12 @@ def test_gpu_o_direct(monkeypatch):
         _check(torch, torch.bfloat16, 4, 2048, 2048, 16, 16, 128, path="wgmma", seed=3)
         _check(torch, torch.bfloat16, 2, 1000, 300, 8, 2, 128, path="wgmma")  # (two-block tiles)
         _check(torch, torch.float16, 1, 777, 4096, 4, 1, 128, False, (-1, -1), True, path="wgmma", seed=5)
+    # through ops' choice by the call's keys (WIDE_KEY_TILES): 8192 keys take 192, 8191 do not
+    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 128)})
+    monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {128: (128, 192)})
+    monkeypatch.setattr(sm90, "O_DIRECT", {(64, False): False, (64, True): False, (128, False): True, (128, True): False})
+    _check(torch, torch.bfloat16, 2, 1000, 8192, 8, 2, 128, path="wgmma", seed=6)
+    _check(torch, torch.bfloat16, 1, 300, 8191, 4, 4, 128, path="wgmma", seed=7)
 
 
 def test_wgmma_cluster_compiles(tmp_path, monkeypatch):
