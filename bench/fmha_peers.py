@@ -307,8 +307,8 @@ VARIANTS = {
         f"o_direct{n}": {"O_DIRECT": _D128_UNMASKED, "TILES": {**_T_NOW, (128, False): (128, n)}, "NVFP4_TILES": {(128, False): (128, 128)}}
         for n in (160, 176, 192)
     },
-    # the wider tile only for calls with at least WIDE_KEYS_MIN (8192) keys, O_DIRECT there
-    **{f"wide{n}": {"O_DIRECT": _D128_UNMASKED, "WIDE_KEY_TILES": {128: (128, n)}} for n in (160, 176, 192)},
+    # the wider tile only for calls with at least WIDE_KEYS_MIN (8192) keys (with O_DIRECT: config_for)
+    **{f"wide{n}": {"WIDE_KEY_TILES": {128: (128, n)}} for n in (160, 176, 192)},
 }
 
 

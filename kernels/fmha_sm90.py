@@ -91,7 +91,7 @@ TILE_OVERRIDE = None  # (BLOCK_M, BLOCK_N) for every configuration: the knob swe
 # {head_dim: (BLOCK_M, BLOCK_N)}. A wider key block spreads a block's fixed softmax work (the
 # row maxima and sums, O's rescale, the wgmma waits) over more keys, and wastes little of the
 # last block once the keys are many (Sk = 8192 in blocks of 192: 0.8%; 4096: 3%). Beside two
-# 48 KB K/V stages only one Q buffer and no O buffer fit: it takes O_DIRECT.
+# 48 KB K/V stages only one Q buffer and no O buffer fit: it takes O_DIRECT, whatever that says.
 WIDE_KEY_TILES = {}
 WIDE_KEYS_MIN = 8192
 # the NVFP4 output's tile where it differs from TILES: its epilogue quantizes from O's own
@@ -2221,7 +2221,7 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
         raise ValueError(f"Q_STAGES must be 1 or 2 (or a dict of them like TILES), not {Q_STAGES!r}")
     p_smem = bool(_per_config(P_SMEM, head_dim, masked))
 
-    o_direct = bool(_per_config(O_DIRECT, head_dim, masked)) and not nvfp4_out
+    o_direct = (bool(_per_config(O_DIRECT, head_dim, masked)) or wide is not None) and not nvfp4_out
     tma_store = bool(_per_config(TMA_STORE, head_dim, masked)) and not o_direct
     o_in_v = _per_config(O_IN_V, head_dim, masked)
     if o_in_v not in (False, True, "last_v"):

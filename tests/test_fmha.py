@@ -1061,8 +1061,9 @@ def test_wgmma_o_direct_compiles(tmp_path, monkeypatch):
 
 def test_wide_key_tiles_config(monkeypatch):
     """WIDE_KEY_TILES: the wider tile only for calls with at least WIDE_KEYS_MIN keys, only without a
-    mask and not for the NVFP4 output; beside its 48 KB K/V stages it fits only with O_DIRECT
-    (else config_for says how many bytes it needs)."""
+    mask and not for the NVFP4 output; beside its 48 KB K/V stages it fits only with O_DIRECT,
+    which it takes whatever O_DIRECT says (the other builds keep O_DIRECT's choice); a tile that
+    does not fit even so is refused with the bytes it needs."""
     sm90 = _fmha().fmha_sm90
     monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {128: (128, 192)})
     monkeypatch.setattr(sm90, "O_DIRECT", {(64, False): False, (64, True): False, (128, False): True, (128, True): False})
@@ -1073,7 +1074,9 @@ def test_wide_key_tiles_config(monkeypatch):
     assert sm90.config_for(128, False, True, False, True)[:2] == sm90.TILES[(128, True)]
     assert sm90.config_for(128, False, False, True, True)[:2] != (128, 192)
     monkeypatch.setattr(sm90, "O_DIRECT", False)
-    with pytest.raises(ValueError, match=r"tile \(128, 192\) at D=128 with 2 K/V stages needs 263168 bytes"):
+    assert sm90.config_for(128, False, False, False, True).o_direct and not sm90.config_for(128, False, False, False, False).o_direct
+    monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {128: (128, 256)})
+    with pytest.raises(ValueError, match=r"tile \(128, 256\) at D=128 with 2 K/V stages needs 295936 bytes"):
         sm90.config_for(128, False, False, False, True)
 
 
@@ -1117,7 +1120,7 @@ def test_gpu_o_direct(monkeypatch):
     # through ops' choice by the call's keys (WIDE_KEY_TILES): 8192 keys take 192, 8191 do not
     monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 128)})
     monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {128: (128, 192)})
-    monkeypatch.setattr(sm90, "O_DIRECT", {(64, False): False, (64, True): False, (128, False): True, (128, True): False})
+    monkeypatch.setattr(sm90, "O_DIRECT", False)  # (the wide build takes it anyway)
     _check(torch, torch.bfloat16, 2, 1000, 8192, 8, 2, 128, path="wgmma", seed=6)
     _check(torch, torch.bfloat16, 1, 300, 8191, 4, 4, 128, path="wgmma", seed=7)
 
