@@ -262,13 +262,14 @@ TMA_STORE = {(64, False): True, (64, True): True, (128, False): True, (128, True
 # 697-699 (2x16x8192), 572 / 594-598 (8x32x1024), the Sq=128 decode row 536-537 / 618-619; at
 # 128 x 160 681-684, 696-697, 673-674 / 659-677 (1x32x16384), 528-530, 609.
 O_IN_V = False
-# O from the consumers' registers straight to global memory (each thread its accumulator's
-# pairs of columns, 32-bit stores, rows past Sq skipped), without a shared-memory stage: no O
-# buffer (32 KB at D=128), so FA3's 128 x 176 key tiles fit beside one Q buffer and 128 x 160
-# beside two, with V's ring left alone (O_IN_V's cost), and no epilogue barrier. The stores are
-# half-sector writes that L2 merges (a row's 16 bytes of a column group come from four threads
-# of one store instruction). The bf16/fp16 output only (not NVFP4, not the packed split's
-# partials, which already go out so); it replaces TMA_STORE and O_IN_V. A bool or a dict like TILES.
+# O from the consumers' registers straight to global memory (each quad's words transposed
+# among its lanes so that a thread stores 16 contiguous bytes of a row: direct_epilogue; rows
+# past Sq skipped), without a shared-memory stage: no O buffer (32 KB at D=128), so FA3's
+# 128 x 176 key tiles fit beside one Q buffer and 128 x 160 beside two, with V's ring left alone
+# (O_IN_V's cost), and no epilogue barrier. The bf16/fp16 output only (not NVFP4, not the packed
+# split's partials, which already go out so); it replaces TMA_STORE and O_IN_V. A bool or a dict
+# like TILES. H200 (s14/b), its first build with 32-bit stores of the untransposed words: 3-8%
+# slower than the TMA store at 128 x 128; the 16-byte build is not yet timed. Off.
 O_DIRECT = False
 # the producer's load order: False, a tile's Q, then K and V of each key block in turn; True,
 # FA3's order with its intra-warpgroup overlap (hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp): the
