@@ -56,6 +56,8 @@ import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
 import cutlass.utils.hopper_helpers as sm90
+from cutlass._mlir.dialects import llvm
+from cutlass.cutlass_dsl import dsl_user_op
 from cutlass.cute.nvgpu import cpasync, warpgroup
 
 import lowering
@@ -189,6 +191,15 @@ LATE_RESCALE = {(64, False): True, (64, True): True, (128, False): False, (128, 
 # later, and with two K/V stages the producer waits for it (ncu, s13/ncu: its empty-slot waits
 # spin 4.8x as often, the S waits of the consumers grow by half). A bool or a dict like TILES.
 P_CONVERT_NEXT = False
+# P's bf16/fp16 conversion (store_p, P in registers) through inline PTX (one opaque
+# `cvt.rn.bf16x2.f32` a pair) instead of CuTeDSL's conversion, which LLVM sees as casts it may
+# move: across the key loop's back edge it folds phi(cvt(a), cvt(b)) into cvt(phi(a, b)),
+# carrying P's f32 scores (64 registers at D=128) around the loop instead of the packed P (32),
+# and where another change after the loop (O_DIRECT's epilogue) defeats the CSE of the two
+# copies, the f32 P stays live beside the S wgmma's accumulator, 30 conversions a block twice
+# (ncu, s15/n: 4x16x4096x128 819 us against 771 with the TMA store). Opaque, the conversion
+# stays where the kernel puts it, whatever follows. A bool or a dict like TILES.
+P_PACK_ASM = False
 # the softmax's exp2s in column order across the thread's rows (FA4's schedule in SASS), four
 # partial maxima and two partial sums a row; False: one row after the other. A bool or a dict
 # like TILES. ptxas 13.0: no spills at D=64 (192 x 128: 8 bytes, against 12) and D=128 causal;
@@ -428,6 +439,16 @@ F32 = cutlass.Float32
 I32 = cutlass.Int32
 
 
+@dsl_user_op
+def pack_pair(lo: F32, hi: F32, dtype, *, loc=None, ip=None) -> I32:
+    """Two f32 values as one 32-bit word of two bf16/fp16 (`lo` in the low half, as in memory),
+    rounded to nearest even: `cvt.rn.{bf16,f16}x2.f32` in inline PTX (P_PACK_ASM: LLVM
+    cannot move it through the key loop's phis as it moves its own casts)."""
+    op = "cvt.rn.bf16x2.f32" if dtype is cutlass.BFloat16 else "cvt.rn.f16x2.f32"
+    operands = [F32(hi).ir_value(loc=loc, ip=ip), F32(lo).ir_value(loc=loc, ip=ip)]  # (d = {a, b}: a the high half)
+    return I32(llvm.inline_asm(I32.mlir_type, operands, f"{op} $0, $1, $2;", "=r,f,f", has_side_effects=False, loc=loc, ip=ip))
+
+
 # --- register-view helpers (trace-time layout algebra) --------------------------------
 def _mn_view(acc: cute.Tensor) -> cute.Tensor:
     """A wgmma accumulator ((2 cols, 2 rows, N/8), MMA_M, MMA_N) seen as (rows, cols)."""
@@ -543,7 +564,7 @@ class _FmhaSm90:
             self.mask_loops, self.section_bytes, self.p_smem, self.late_rescale, self.interleaved, self.mask_relative,
             self.stmatrix, tma_store, self.k_ahead, self.v_wait_late, self.cache_hints, self.q_stages, self.cluster,
             nvfp4_offload, nvfp4_fallback, o_in_v, self.rescale_threshold, self.trace, tail_split,
-            self.p_convert_next, o_direct,
+            self.p_convert_next, o_direct, self.p_pack_asm,
         ) = config  # fmt: skip
         self.conditional_rescale = self.rescale_threshold is not None  # RESCALE_THRESHOLD: O's rescale under a warp vote
         # NVFP4_OFFLOAD: O's quantization by QUANTIZER_THREADS of the producer warpgroup (nvfp4_out only)
@@ -1487,6 +1508,13 @@ class _FmhaSm90:
             self.copy_r2s(p_copy_tiled, thr_copy, regs, dst)
             cute.arch.fence_proxy("async.shared", space="cta")
             cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
+        elif cutlass.const_expr(self.p_pack_asm):
+            # a pair at a time (the fragment's adjacent values: one 32-bit operand register)
+            n = cute.size(acc_S)
+            src = cute.make_tensor(acc_S.iterator, cute.make_layout(n))
+            dst = cute.recast_tensor(cute.make_tensor(rP.iterator, cute.make_layout(n)), I32)
+            for i in cutlass.range_constexpr(n // 2):
+                dst[i] = pack_pair(src[2 * i], src[2 * i + 1], self.dtype)
         elif cutlass.const_expr(cute.size(acc_S) & (cute.size(acc_S) - 1) == 0):
             rP.store(acc_S.load().to(self.dtype))
         else:
@@ -2183,6 +2211,7 @@ class Config(NamedTuple):
     tail_split: bool | str = False  # TAIL_SPLIT: False, or how the pieces and the combine launch ("plain"; PDL: TAIL_PIECES_TRIGGER's "start" or "last_load")
     p_convert_next: bool = False  # P_CONVERT_NEXT (with INTRA_WG_OVERLAP, P in registers)
     o_direct: bool = False  # O_DIRECT (the bf16/fp16 output only)
+    p_pack_asm: bool = False  # P_PACK_ASM (P in registers)
 
 
 def _per_config(knob, head_dim: int, masked: bool):
@@ -2292,6 +2321,7 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
         tail_split,
         INTRA_WG_OVERLAP and not p_smem and bool(_per_config(P_CONVERT_NEXT, head_dim, masked)),
         o_direct,
+        not p_smem and bool(_per_config(P_PACK_ASM, head_dim, masked)),
     )  # fmt: skip
 
 
