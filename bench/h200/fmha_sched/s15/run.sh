@@ -22,10 +22,10 @@ esac
 # STEP=p  P_PACK_ASM (P's conversion as inline PTX): timed against now, with O_DIRECT and the wider tiles, then its tests
 case "$STEP" in
 p)
-  timeout 250 python3 bench/fmha_peers.py --out "$OUT/v" --skip-peers \
+  timeout 330 python3 bench/fmha_peers.py --out "$OUT/v" --skip-peers \
     --variants now,pack,pack_o_direct,pack_wide192,pack_wide176,pack_o_direct192,now#2,pack#2,pack_o_direct#2,pack_wide192#2,pack_wide176#2,pack_o_direct192#2 \
-    --variant-cases 0,1,2,3,6,8,d5,d6 > "$OUT/v.log" 2>&1
+    --variant-cases 0,1,2,3,4,5,6,8,d5,d6 > "$OUT/v.log" 2>&1
   grep "^| " "$OUT/v/fmha_peers.md" | tail -14
-  timeout 300 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_fmha.py -k "p_pack_asm" > "$OUT/tests.log" 2>&1
+  timeout 230 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_fmha.py -k "p_pack_asm" > "$OUT/tests.log" 2>&1
   tail -3 "$OUT/tests.log" ;;
 esac
