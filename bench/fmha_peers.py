@@ -309,12 +309,6 @@ VARIANTS = {
     },
     # the wider tile only for calls with at least WIDE_KEYS_MIN (8192) keys (with O_DIRECT: config_for)
     **{f"wide{n}": {"WIDE_KEY_TILES": {128: (128, n)}} for n in (160, 176, 192)},
-    # session 15: P's conversion as inline PTX (fmha_sm90.P_PACK_ASM), alone, under O_DIRECT and
-    # with the wider tiles (the wide-key ones, and 128 x 192 for every unmasked D=128 call)
-    "pack": {"P_PACK_ASM": True},
-    "pack_o_direct": {"P_PACK_ASM": True, "O_DIRECT": {(64, False): False, (64, True): False, (128, False): True, (128, True): True}},
-    **{f"pack_wide{n}": {"P_PACK_ASM": True, "WIDE_KEY_TILES": {128: (128, n)}} for n in (160, 176, 192)},
-    "pack_o_direct192": {"P_PACK_ASM": True, "O_DIRECT": _D128_UNMASKED, "TILES": {**_T_NOW, (128, False): (128, 192)}, "NVFP4_TILES": {(128, False): (128, 128)}},
 }
 
 

@@ -56,8 +56,6 @@ import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
 import cutlass.utils.hopper_helpers as sm90
-from cutlass._mlir.dialects import llvm
-from cutlass.cutlass_dsl import dsl_user_op
 from cutlass.cute.nvgpu import cpasync, warpgroup
 
 import lowering
@@ -94,6 +92,9 @@ TILE_OVERRIDE = None  # (BLOCK_M, BLOCK_N) for every configuration: the knob swe
 # row maxima and sums, O's rescale, the wgmma waits) over more keys, and wastes little of the
 # last block once the keys are many (Sk = 8192 in blocks of 192: 0.8%; 4096: 3%). Beside two
 # 48 KB K/V stages only one Q buffer and no O buffer fit: it takes O_DIRECT, whatever that says.
+# Empty: {128: (128, 192)} and (128, 176) tie with TILES' 128 x 128 (H200, s15/b, two passes:
+# 2x16x8192x128 713.7-719.6 and 716.9-721.9 against 722.5-723.1, 1x32x16384x128 684.8-692.1 and
+# 676.8-677.0 against 685.5-694.3): what the wider tile gains, O_DIRECT's build loses (below).
 WIDE_KEY_TILES = {}
 WIDE_KEYS_MIN = 8192
 # the NVFP4 output's tile where it differs from TILES: its epilogue quantizes from O's own
@@ -191,15 +192,6 @@ LATE_RESCALE = {(64, False): True, (64, True): True, (128, False): False, (128, 
 # later, and with two K/V stages the producer waits for it (ncu, s13/ncu: its empty-slot waits
 # spin 4.8x as often, the S waits of the consumers grow by half). A bool or a dict like TILES.
 P_CONVERT_NEXT = False
-# P's bf16/fp16 conversion (store_p, P in registers) through inline PTX (one opaque
-# `cvt.rn.bf16x2.f32` a pair) instead of CuTeDSL's conversion, which LLVM sees as casts it may
-# move: across the key loop's back edge it folds phi(cvt(a), cvt(b)) into cvt(phi(a, b)),
-# carrying P's f32 scores (64 registers at D=128) around the loop instead of the packed P (32),
-# and where another change after the loop (O_DIRECT's epilogue) defeats the CSE of the two
-# copies, the f32 P stays live beside the S wgmma's accumulator, 30 conversions a block twice
-# (ncu, s15/n: 4x16x4096x128 819 us against 771 with the TMA store). Opaque, the conversion
-# stays where the kernel puts it, whatever follows. A bool or a dict like TILES.
-P_PACK_ASM = False
 # the softmax's exp2s in column order across the thread's rows (FA4's schedule in SASS), four
 # partial maxima and two partial sums a row; False: one row after the other. A bool or a dict
 # like TILES. ptxas 13.0: no spills at D=64 (192 x 128: 8 bytes, against 12) and D=128 causal;
@@ -279,8 +271,16 @@ O_IN_V = False
 # 128 x 176 key tiles fit beside one Q buffer and 128 x 160 beside two, with V's ring left alone
 # (O_IN_V's cost), and no epilogue barrier. The bf16/fp16 output only (not NVFP4, not the packed
 # split's partials, which already go out so); it replaces TMA_STORE and O_IN_V. A bool or a dict
-# like TILES. H200 (s14/b), its first build with 32-bit stores of the untransposed words: 3-8%
-# slower than the TMA store at 128 x 128; the 16-byte build is not yet timed. Off.
+# like TILES. Off: slower at 128 x 128 without a mask (H200, TFLOP/s against the TMA store: the
+# 32-bit first build 3-8%, s14/b; this 16-byte build 5-7%, s15/b: 4x16x4096x128 661 against 709,
+# 2x16x8192 675 / 723, 1x32x16384 646-648 / 686-694, Sq=128 decode 533 / 624); even with a
+# diagonal, where the default stores through shared memory without TMA (causal 4096: 665 / 665).
+# Not the stores: ncu (s15/n, 4x16x4096x128) puts 0.7% of the samples in the epilogue; its key
+# loop is 30 instructions longer, 62 f32 -> bf16 pack conversions a block against 32: with
+# this epilogue after the loop, LLVM's code for the loop-carried P converts it twice (PTX: a
+# copy at the loop's head for the last P V after the loop, another for the P V in the loop),
+# where the default build converts once. (Converting P through opaque inline PTX instead, so
+# that LLVM cannot move it, was slower still everywhere: s15/p, 680 / 707 at 4096.)
 O_DIRECT = False
 # the producer's load order: False, a tile's Q, then K and V of each key block in turn; True,
 # FA3's order with its intra-warpgroup overlap (hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp): the
@@ -439,16 +439,6 @@ F32 = cutlass.Float32
 I32 = cutlass.Int32
 
 
-@dsl_user_op
-def pack_pair(lo: F32, hi: F32, dtype, *, loc=None, ip=None) -> I32:
-    """Two f32 values as one 32-bit word of two bf16/fp16 (`lo` in the low half, as in memory),
-    rounded to nearest even: `cvt.rn.{bf16,f16}x2.f32` in inline PTX (P_PACK_ASM: LLVM
-    cannot move it through the key loop's phis as it moves its own casts)."""
-    op = "cvt.rn.bf16x2.f32" if dtype is cutlass.BFloat16 else "cvt.rn.f16x2.f32"
-    operands = [F32(hi).ir_value(loc=loc, ip=ip), F32(lo).ir_value(loc=loc, ip=ip)]  # (d = {a, b}: a the high half)
-    return I32(llvm.inline_asm(I32.mlir_type, operands, f"{op} $0, $1, $2;", "=r,f,f", has_side_effects=False, loc=loc, ip=ip))
-
-
 # --- register-view helpers (trace-time layout algebra) --------------------------------
 def _mn_view(acc: cute.Tensor) -> cute.Tensor:
     """A wgmma accumulator ((2 cols, 2 rows, N/8), MMA_M, MMA_N) seen as (rows, cols)."""
@@ -564,7 +554,7 @@ class _FmhaSm90:
             self.mask_loops, self.section_bytes, self.p_smem, self.late_rescale, self.interleaved, self.mask_relative,
             self.stmatrix, tma_store, self.k_ahead, self.v_wait_late, self.cache_hints, self.q_stages, self.cluster,
             nvfp4_offload, nvfp4_fallback, o_in_v, self.rescale_threshold, self.trace, tail_split,
-            self.p_convert_next, o_direct, self.p_pack_asm,
+            self.p_convert_next, o_direct,
         ) = config  # fmt: skip
         self.conditional_rescale = self.rescale_threshold is not None  # RESCALE_THRESHOLD: O's rescale under a warp vote
         # NVFP4_OFFLOAD: O's quantization by QUANTIZER_THREADS of the producer warpgroup (nvfp4_out only)
@@ -1508,13 +1498,6 @@ class _FmhaSm90:
             self.copy_r2s(p_copy_tiled, thr_copy, regs, dst)
             cute.arch.fence_proxy("async.shared", space="cta")
             cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
-        elif cutlass.const_expr(self.p_pack_asm):
-            # a pair at a time (the fragment's adjacent values: one 32-bit operand register)
-            n = cute.size(acc_S)
-            src = cute.make_tensor(acc_S.iterator, cute.make_layout(n))
-            dst = cute.recast_tensor(cute.make_tensor(rP.iterator, cute.make_layout(n)), I32)
-            for i in cutlass.range_constexpr(n // 2):
-                dst[i] = pack_pair(src[2 * i], src[2 * i + 1], self.dtype)
         elif cutlass.const_expr(cute.size(acc_S) & (cute.size(acc_S) - 1) == 0):
             rP.store(acc_S.load().to(self.dtype))
         else:
@@ -2211,7 +2194,6 @@ class Config(NamedTuple):
     tail_split: bool | str = False  # TAIL_SPLIT: False, or how the pieces and the combine launch ("plain"; PDL: TAIL_PIECES_TRIGGER's "start" or "last_load")
     p_convert_next: bool = False  # P_CONVERT_NEXT (with INTRA_WG_OVERLAP, P in registers)
     o_direct: bool = False  # O_DIRECT (the bf16/fp16 output only)
-    p_pack_asm: bool = False  # P_PACK_ASM (P in registers)
 
 
 def _per_config(knob, head_dim: int, masked: bool):
@@ -2321,7 +2303,6 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
         tail_split,
         INTRA_WG_OVERLAP and not p_smem and bool(_per_config(P_CONVERT_NEXT, head_dim, masked)),
         o_direct,
-        not p_smem and bool(_per_config(P_PACK_ASM, head_dim, masked)),
     )  # fmt: skip
 
 

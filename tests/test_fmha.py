@@ -1125,59 +1125,6 @@ def test_gpu_o_direct(monkeypatch):
     _check(torch, torch.bfloat16, 1, 300, 8191, 4, 4, 128, path="wgmma", seed=7)
 
 
-def test_gpu_p_pack_asm(monkeypatch):
-    """P_PACK_ASM: P's conversion through inline PTX gives the same bits as CuTeDSL's
-    conversion (both round to nearest even), D=64 and 128, bf16 and fp16, with and without a
-    diagonal, key and query tails, GQA, a window with a sink, 128 x 176 (no power of two: the
-    conversion's other path) and under O_DIRECT."""
-    torch = _cuda()
-    _gpu_path(torch, "wgmma")
-    fmha = _fmha()
-    sm90 = fmha.fmha_sm90
-    shapes = [
-        (2, 2048, 2048, 16, 16, 128, torch.bfloat16, False, (-1, -1), False),
-        (3, 1000, 3000, 16, 4, 128, torch.float16, False, (-1, -1), False),
-        (2, 1000, 1100, 8, 2, 128, torch.bfloat16, True, (-1, -1), False),
-        (1, 2048, 2048, 4, 4, 128, torch.float16, False, (300, 40), True),
-        (2, 1500, 1500, 8, 8, 64, torch.bfloat16, True, (-1, -1), False),
-        (1, 777, 4100, 8, 2, 64, torch.float16, False, (-1, -1), False),
-    ]
-    variants = [({}, shapes), ({"TILES": {**sm90.TILES, (128, False): (128, 176)}, "O_DIRECT": True}, shapes[:2])]
-    for knobs, cases in variants:
-        for knob, value in knobs.items():
-            monkeypatch.setattr(sm90, knob, value)
-        for b, sq, sk, hq, hkv, d, dtype, causal, window, with_sink in cases:
-            g = torch.Generator(device="cuda").manual_seed(sq + d)
-            q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(dtype)
-            k, v = (torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(dtype) for _ in range(2))
-            sink = torch.randn(hq, device="cuda", generator=g) if with_sink else None
-            call = dict(causal=causal, window=window, sink=sink, return_lse=True, path="wgmma")
-            monkeypatch.setattr(sm90, "P_PACK_ASM", False)
-            want = fmha.attention(q, k, v, **call)
-            monkeypatch.setattr(sm90, "P_PACK_ASM", True)
-            out, lse = fmha.attention(q, k, v, **call)
-            assert torch.equal(out, want[0]) and torch.equal(lse, want[1]), f"P_PACK_ASM differs at {(b, sq, sk, hq, hkv, d, causal, window)}, {sorted(knobs)}"
-
-
-def test_p_pack_asm_ptx(tmp_path, monkeypatch):
-    """P_PACK_ASM: P's bf16 pairs come from the inline cvt.rn.bf16x2.f32, one a pair of P's
-    values at each place the kernel converts P; without it, none; P_SMEM keeps its own path."""
-    sm90 = _fmha().fmha_sm90
-    inline = re.compile(r"^\s*// begin inline asm\s*\n\s*cvt\.rn\.bf16x2\.f32", re.M)
-    counts = {}
-    for pack in (False, True):
-        monkeypatch.setattr(sm90, "P_PACK_ASM", pack)
-        config = sm90.config_for(128, False, True)
-        assert config.p_pack_asm is pack
-        ptx = sm90._compile.__wrapped__("bfloat16", 128, False, True, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config).__ptx__
-        counts[pack] = len(inline.findall(ptx))
-    # 128 x 128 at D=128: a thread holds 64 of P's values, 32 pairs, converted in the first
-    # block, in the key loops' blocks (the masked and the unmasked one) and the masked first block's
-    assert counts[False] == 0 and counts[True] > 0 and counts[True] % 32 == 0, counts
-    monkeypatch.setattr(sm90, "P_SMEM", True)
-    assert not sm90.config_for(128, False, True).p_pack_asm
-
-
 def test_wgmma_cluster_compiles(tmp_path, monkeypatch):
     """CLUSTER = 2 (K/V shared by two CTAs, FA3's ClusterM): the host function holds two kernels,
     the cluster build (K and V by multicast TMA, each CTA's consumers also releasing the other

@@ -19,7 +19,9 @@ r)
     --variants wide192,o_direct_causal --variant-cases 0,1,2,3,6 > "$OUT/r/peers.log" 2>&1
   grep "^| " "$OUT/r/fmha_peers.md" | head -60 ;;
 esac
-# STEP=p  P_PACK_ASM (P's conversion as inline PTX): timed against now, with O_DIRECT and the wider tiles, then its tests
+# STEP=p  P_PACK_ASM (P's conversion as inline PTX; commit 68142ef): timed against now, with O_DIRECT and the wider
+#         tiles, then its tests (none ran: the GPU test lacked its marker). Slower everywhere: the knob and its
+#         variants were taken out again (RESULTS.md, session 15)
 case "$STEP" in
 p)
   timeout 330 python3 bench/fmha_peers.py --out "$OUT/v" --skip-peers \
