@@ -31,3 +31,14 @@ p)
   timeout 230 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_fmha.py -k "p_pack_asm" > "$OUT/tests.log" 2>&1
   tail -3 "$OUT/tests.log" ;;
 esac
+# STEP=t  P_CONVERT_TOP (P converted at the next block's head, the wait left in its own block): timed against now,
+#         under O_DIRECT and with the wider tiles, then its GPU test
+case "$STEP" in
+t)
+  timeout 330 python3 bench/fmha_peers.py --out "$OUT/v" --skip-peers \
+    --variants now,top,top_o_direct,top_wide176,top_wide192,top_o_direct160,top_o_direct192,now#2,top#2,top_o_direct#2,top_wide176#2,top_wide192#2,top_o_direct160#2,top_o_direct192#2 \
+    --variant-cases 0,1,2,3,4,5,6,8,d5,d6 > "$OUT/v.log" 2>&1
+  grep "^| " "$OUT/v/fmha_peers.md" | tail -16
+  timeout 230 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_fmha.py -k "p_convert_top" > "$OUT/tests.log" 2>&1
+  tail -3 "$OUT/tests.log" ;;
+esac
