@@ -309,15 +309,6 @@ VARIANTS = {
     },
     # the wider tile only for calls with at least WIDE_KEYS_MIN (8192) keys (with O_DIRECT: config_for)
     **{f"wide{n}": {"WIDE_KEY_TILES": {128: (128, n)}} for n in (160, 176, 192)},
-    # session 15: P converted at the next block's head (fmha_sm90.P_CONVERT_TOP), alone, under
-    # O_DIRECT, with the wide-key tiles, and with a wider tile for every unmasked D=128 call
-    "top": {"P_CONVERT_TOP": True},
-    "top_o_direct": {"P_CONVERT_TOP": True, "O_DIRECT": {(64, False): False, (64, True): False, (128, False): True, (128, True): True}},
-    **{f"top_wide{n}": {"P_CONVERT_TOP": True, "WIDE_KEY_TILES": {128: (128, n)}} for n in (176, 192)},
-    **{
-        f"top_o_direct{n}": {"P_CONVERT_TOP": True, "O_DIRECT": _D128_UNMASKED, "TILES": {**_T_NOW, (128, False): (128, n)}, "NVFP4_TILES": {(128, False): (128, 128)}}
-        for n in (160, 192)
-    },
 }
 
 

@@ -192,14 +192,6 @@ LATE_RESCALE = {(64, False): True, (64, True): True, (128, False): False, (128, 
 # later, and with two K/V stages the producer waits for it (ncu, s13/ncu: its empty-slot waits
 # spin 4.8x as often, the S waits of the consumers grow by half). A bool or a dict like TILES.
 P_CONVERT_NEXT = False
-# with INTRA_WG_OVERLAP and P in registers, P's conversion at the head of the next key block
-# (before its waits and its S wgmma; after the loop, before the last P V) while the wait for the
-# previous P V and V's release stay at the end of P's own block (P_CONVERT_NEXT moves them too).
-# Where the default build's code has it: LLVM folds the two conversions that reach the loop's
-# head (the first block's and each block's own) into one of their f32 phi, but an unrelated
-# change after the loop can undo that and convert twice in the loop (O_DIRECT: RESULTS.md,
-# session 15); written so, the loop has one conversion whatever follows. A bool or a dict like TILES.
-P_CONVERT_TOP = False
 # the softmax's exp2s in column order across the thread's rows (FA4's schedule in SASS), four
 # partial maxima and two partial sums a row; False: one row after the other. A bool or a dict
 # like TILES. ptxas 13.0: no spills at D=64 (192 x 128: 8 bytes, against 12) and D=128 causal;
@@ -562,7 +554,7 @@ class _FmhaSm90:
             self.mask_loops, self.section_bytes, self.p_smem, self.late_rescale, self.interleaved, self.mask_relative,
             self.stmatrix, tma_store, self.k_ahead, self.v_wait_late, self.cache_hints, self.q_stages, self.cluster,
             nvfp4_offload, nvfp4_fallback, o_in_v, self.rescale_threshold, self.trace, tail_split,
-            self.p_convert_next, o_direct, self.p_convert_top,
+            self.p_convert_next, o_direct,
         ) = config  # fmt: skip
         self.conditional_rescale = self.rescale_threshold is not None  # RESCALE_THRESHOLD: O's rescale under a warp vote
         # NVFP4_OFFLOAD: O's quantization by QUANTIZER_THREADS of the producer warpgroup (nvfp4_out only)
@@ -1255,7 +1247,7 @@ class _FmhaSm90:
             warpgroup.wait_group(0)
             pipe_k.consumer_release(state)
             softmax(n_block_max - 1)  # O is still zero: its first rescale (by 0) changes nothing
-            if cutlass.const_expr(not self.p_convert_next and not self.p_convert_top):  # (else the next block converts it)
+            if cutlass.const_expr(not self.p_convert_next):  # (P_CONVERT_NEXT: the next block converts it)
                 self.store_p(rP, acc_S, wg)
             step = functools.partial(
                 self.key_block, pipe_k, pipe_v, mma_qk, mma_pv, tSrQ, tSrK, tOrVt, acc_O, acc_S, rP, tOrP, corr, softmax, wg, n_block_max
@@ -1282,8 +1274,6 @@ class _FmhaSm90:
                     state = step(it, state, None)
             if cutlass.const_expr(self.p_convert_next):
                 self.convert_p(pipe_v, acc_O, acc_S, rP, corr, wg, n_blocks > 1, state)  # the last block's P
-            if cutlass.const_expr(self.p_convert_top):
-                self.store_p(rP, acc_S, wg)  # the last block's P (its block waited for the P V before it)
             pipe_v.consumer_wait(state)
             self.mma_turn_wait(wg)
             if cutlass.const_expr(not self.late_rescale):
@@ -1426,8 +1416,6 @@ class _FmhaSm90:
     ):
         """Key block `it` (after the first) of a consumer's tile: S of this block and P V of the
         previous one; returns the pipeline state advanced to this block."""
-        if cutlass.const_expr(self.p_convert_top):
-            self.store_p(rP, acc_S, wg)  # the previous block's P (that block waited for the P V before it)
         v_state = state.clone()  # V of the previous block
         state.advance()
         pipe_k.consumer_wait(state)
@@ -1467,7 +1455,7 @@ class _FmhaSm90:
             warpgroup.wait_group(0)
             pipe_k.consumer_release(state)
             softmax(n_block_max - 1 - it, masked)
-        if cutlass.const_expr(not self.p_convert_next and not self.p_convert_top):
+        if cutlass.const_expr(not self.p_convert_next):
             self.store_p(rP, acc_S, wg)
         return state
 
@@ -2206,7 +2194,6 @@ class Config(NamedTuple):
     tail_split: bool | str = False  # TAIL_SPLIT: False, or how the pieces and the combine launch ("plain"; PDL: TAIL_PIECES_TRIGGER's "start" or "last_load")
     p_convert_next: bool = False  # P_CONVERT_NEXT (with INTRA_WG_OVERLAP, P in registers)
     o_direct: bool = False  # O_DIRECT (the bf16/fp16 output only)
-    p_convert_top: bool = False  # P_CONVERT_TOP (with INTRA_WG_OVERLAP, P in registers, not P_CONVERT_NEXT)
 
 
 def _per_config(knob, head_dim: int, masked: bool):
@@ -2316,7 +2303,6 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
         tail_split,
         INTRA_WG_OVERLAP and not p_smem and bool(_per_config(P_CONVERT_NEXT, head_dim, masked)),
         o_direct,
-        INTRA_WG_OVERLAP and not p_smem and not _per_config(P_CONVERT_NEXT, head_dim, masked) and bool(_per_config(P_CONVERT_TOP, head_dim, masked)),
     )  # fmt: skip
 
 

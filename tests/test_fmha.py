@@ -1125,62 +1125,6 @@ def test_gpu_o_direct(monkeypatch):
     _check(torch, torch.bfloat16, 1, 300, 8191, 4, 4, 128, path="wgmma", seed=7)
 
 
-@pytest.mark.gpu
-def test_gpu_p_convert_top(monkeypatch):
-    """P_CONVERT_TOP: P converted at the next block's head gives the same bits as at the end of
-    its own block (only the place moves), D=64 and 128, bf16 and fp16, with and without a
-    diagonal, key and query tails, GQA, a window with a sink, one-block tiles, and under
-    O_DIRECT at 128 x 160 (the wide tiles' build) against the reference."""
-    torch = _cuda()
-    _gpu_path(torch, "wgmma")
-    fmha = _fmha()
-    sm90 = fmha.fmha_sm90
-    shapes = [
-        (2, 2048, 2048, 16, 16, 128, torch.bfloat16, False, (-1, -1), False),
-        (3, 1000, 3000, 16, 4, 128, torch.float16, False, (-1, -1), False),
-        (2, 1000, 1100, 8, 2, 128, torch.bfloat16, True, (-1, -1), False),
-        (1, 2048, 2048, 4, 4, 128, torch.float16, False, (300, 40), True),
-        (2, 300, 100, 8, 8, 128, torch.bfloat16, False, (-1, -1), False),  # (one key block a tile)
-        (2, 1500, 1500, 8, 8, 64, torch.bfloat16, True, (-1, -1), False),
-        (1, 777, 4100, 8, 2, 64, torch.float16, False, (-1, -1), False),
-    ]
-    for b, sq, sk, hq, hkv, d, dtype, causal, window, with_sink in shapes:
-        g = torch.Generator(device="cuda").manual_seed(sq + d)
-        q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(dtype)
-        k, v = (torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(dtype) for _ in range(2))
-        sink = torch.randn(hq, device="cuda", generator=g) if with_sink else None
-        call = dict(causal=causal, window=window, sink=sink, return_lse=True, path="wgmma")
-        monkeypatch.setattr(sm90, "P_CONVERT_TOP", False)
-        want = fmha.attention(q, k, v, **call)
-        monkeypatch.setattr(sm90, "P_CONVERT_TOP", True)
-        out, lse = fmha.attention(q, k, v, **call)
-        assert torch.equal(out, want[0]) and torch.equal(lse, want[1]), f"P_CONVERT_TOP differs at {(b, sq, sk, hq, hkv, d, causal, window)}"
-    monkeypatch.setattr(sm90, "O_DIRECT", True)
-    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 160)})
-    _check(torch, torch.bfloat16, 4, 2048, 2048, 16, 16, 128, path="wgmma", seed=3)
-    _check(torch, torch.float16, 1, 777, 4096, 4, 1, 128, False, (-1, -1), True, path="wgmma", seed=5)
-
-
-def test_p_convert_top_config(monkeypatch):
-    """P_CONVERT_TOP holds only where P is converted in registers by the overlapped loop: not
-    with P_SMEM, not with P_CONVERT_NEXT (which moves the conversion and the wait), not without
-    INTRA_WG_OVERLAP; per configuration as a dict like TILES."""
-    sm90 = _fmha().fmha_sm90
-    monkeypatch.setattr(sm90, "P_CONVERT_TOP", {(64, False): False, (64, True): False, (128, False): True, (128, True): False})
-    assert sm90.config_for(128, False, False).p_convert_top and not sm90.config_for(128, False, True).p_convert_top
-    assert not sm90.config_for(64, False, False).p_convert_top
-    monkeypatch.setattr(sm90, "P_CONVERT_TOP", True)
-    assert all(sm90.config_for(d, False, m).p_convert_top for d in (64, 128) for m in (False, True))
-    monkeypatch.setattr(sm90, "P_CONVERT_NEXT", True)
-    assert not sm90.config_for(128, False, False).p_convert_top
-    monkeypatch.setattr(sm90, "P_CONVERT_NEXT", False)
-    monkeypatch.setattr(sm90, "INTRA_WG_OVERLAP", False)
-    assert not sm90.config_for(128, False, False).p_convert_top
-    monkeypatch.setattr(sm90, "INTRA_WG_OVERLAP", True)
-    monkeypatch.setattr(sm90, "P_SMEM", True)
-    assert not sm90.config_for(128, False, False).p_convert_top
-
-
 def test_wgmma_cluster_compiles(tmp_path, monkeypatch):
     """CLUSTER = 2 (K/V shared by two CTAs, FA3's ClusterM): the host function holds two kernels,
     the cluster build (K and V by multicast TMA, each CTA's consumers also releasing the other
