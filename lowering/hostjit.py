@@ -35,18 +35,15 @@ What the host run does not model: a GPU kernel compiled with flush-to-zero, or w
 mul+add contracted into fma, may differ from these IEEE results in the last place
 of arithmetic that a rewrite performs in floating point.
 
-bf16: the LLVM bundled with CuTeDSL 4.8.1 aborts the whole process (`LLVM ERROR:
-Error: unsupported operation`) when it JIT-compiles bf16 arithmetic feeding a bf16
-compare at -O1 and above on an x86-64 CPU with AVX512-BF16
-(reproducers/host-bf16-add-compare-avx512bf16). Widening the bf16 ops to f32 in MLIR
-does not avoid it: LLVM's InstCombine narrows `fptrunc(fadd(fpext, fpext))` and
-`fcmp(fpext, fpext)` back to bf16. -O0 compiles it, so a module with bf16 float
-arithmetic or compares, or with float arithmetic truncated to bf16 (what InstCombine
-narrows), is JIT-compiled at -O0 (`HostKernel.opt_level` says which level was used).
-Not all bf16: the same LLVM's f32 -> bf16 `fptrunc` flushes f32 denormal inputs to
-zero at every level (2^-127 gives 0x0000, not 0x0040: AVX512-BF16's VCVTNEPS2BF16
-treats denormal inputs as zero), and only constant folding at -O1+ gets such results
-right, so conversions to bf16 keep the requested level.
+bf16: the LLVM bundled with CuTeDSL lowers host bf16 differently by CPU, and wrongly on
+both kinds: with AVX512-BF16 it flushes f32 denormals in f32 -> bf16 and aborts the process
+on bf16 arithmetic feeding a bf16 compare at -O1+
+(reproducers/host-bf16-add-compare-avx512bf16); without it, f32 -> bf16 is a call to
+`__truncsfbf2`, which GCC 12's libgcc lacks, so the JIT cannot link. `widen_bf16`
+(lowering/host_bf16.py) therefore rewrites bf16 conversions as exact integer arithmetic
+and computes bf16 arithmetic in f32 before lowering, so no bf16 float op reaches LLVM. A
+module still holding one (an op that file leaves, such as a bf16 fma) is JIT-compiled at
+-O0, which does not abort (`HostKernel.opt_level` says which level was used).
 """
 
 from __future__ import annotations
@@ -59,6 +56,7 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
+from lowering.host_bf16 import widen_bf16
 from lowering.mlir import execution_engine, ir, passmanager
 
 __all__ = [
@@ -275,9 +273,13 @@ class HostKernel:
         self.module_text = module_text  # the whole module before lowering to LLVM
         self.rewritten_text = rewritten_text  # the conversion function(s) after the body pipeline
         self.lowered_text = lowered_text  # LLVM dialect
-        self.opt_level = opt_level  # the LLVM optimization level the JIT used (0 for bf16, see above)
+        self.opt_level = opt_level  # the LLVM optimization level the JIT used (0 for bf16 left, see above)
         self._engine = engine
-        self._entry = engine.lookup("kernel")  # ctypes CFUNCTYPE: releases the GIL while it runs
+        try:
+            self._entry = engine.lookup("kernel")  # ctypes CFUNCTYPE: releases the GIL while it runs
+        except RuntimeError as e:  # the JIT printed why (e.g. "Symbols not found") on stderr
+            raise HostJitError(f"the JIT could not link @kernel ({e}): a runtime symbol the host code calls "
+                               "is missing; the JIT's own message is on stderr") from None
         self.src, self.dst, self.width = src, dst, width
         self.in_dtype = np.dtype(f"u{src.storage_bits // 8}")
         self.out_dtype = out_dtype
@@ -356,6 +358,7 @@ def compile_function(func_text: str, src_type: str, dst_type: str, body_pipeline
             module = ir.Module.parse(text, context)
         except ir.MLIRError as e:
             raise HostJitError(f"the wrapped module does not parse: {e}\n{text}") from None
+        widen_bf16(module)  # exact bf16 on every CPU, at every opt level (lowering/host_bf16.py)
         try:
             passmanager.PassManager.parse(LOWER_TO_LLVM).run(module.operation)
         except ir.MLIRError as e:
@@ -365,7 +368,7 @@ def compile_function(func_text: str, src_type: str, dst_type: str, body_pipeline
             raise HostJitError(f"ops left after lowering to LLVM, the host cannot run them: {', '.join(foreign)}")
         lowered = str(module)
         if _has_bf16_arithmetic(module):
-            opt_level = 0  # the bundled LLVM aborts on bf16 arithmetic + compare at -O1+ (module docstring)
+            opt_level = 0  # bf16 widen_bf16 left: the bundled LLVM may abort on it at -O1+ (module docstring)
         try:
             engine = _execution_engine()(module, opt_level=opt_level)
         except Exception as e:  # noqa: BLE001  (the bindings raise RuntimeError or MLIRError)
