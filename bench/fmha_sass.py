@@ -1,0 +1,91 @@
+"""The wgmma FMHA's loops in SASS, per knob variant, without a GPU.
+
+    python bench/fmha_sass.py [--variants now,o_direct] [--head-dim 128] [--causal] [--out DIR]
+
+Each variant (a name of `fmha_peers.VARIANTS`, "now" for the knobs as they are) is compiled
+for sm_90a through the hook (`kernels.fmha_sm90._compile`, bf16, no sink), its cubin
+disassembled (`bench/sass.py`: cuobjdump or nvdisasm), and every loop that issues wgmmas
+(`HGMMA`) and holds no other such loop (mbarrier retry loops may lie inside) printed with its size and the opcodes the softmax and P's
+conversion are made of (`--every-loop`: the enclosing spans too).
+A variant's loop that grew or shrank against the first variant's is what to look at before
+spending GPU time on it: session 15's ncu finding (O_DIRECT's key loop converts P twice, 62
+`F2FP` a block against 32) shows here as the loop of 16 HGMMA. Instruction counts are not
+time: a longer loop can be faster (the wgmmas overlap it); they say what ptxas made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
+
+from sass import disassemble, loops, opcodes  # noqa: E402
+
+SHOWN = ("HGMMA", "MUFU", "F2FP", "FMNMX", "FMUL", "FADD", "FFMA", "FSEL", "BAR", "SYNCS")
+
+
+def variant_sass(name: str, head_dim: int, causal: bool, workdir: str) -> str:
+    """The SASS of the FMHA kernel built with variant `name`'s knobs (restored afterwards)."""
+    from fmha_peers import VARIANTS
+    from kernels import fmha_sm90
+
+    knobs = {} if name == "now" else VARIANTS[name]
+    if knobs is None:
+        raise SystemExit(f"variant {name!r} is another kernel file, not knobs: not supported here")
+    saved = {knob: getattr(fmha_sm90, knob) for knob in knobs}
+    try:
+        for knob, value in knobs.items():
+            setattr(fmha_sm90, knob, value)
+        config = fmha_sm90.config_for(head_dim, causal, False)
+        dump = os.path.join(workdir, name)
+        os.makedirs(dump, exist_ok=True)  # (CuTeDSL keeps nothing in a folder that does not exist)
+        compiled = fmha_sm90._compile.__wrapped__("bfloat16", head_dim, causal, False, False, "sm_90a",
+                                                  f"--keep-cubin --dump-dir {dump}", False, config)
+        return disassemble(compiled.__cubin__)
+    finally:
+        for knob, value in saved.items():
+            setattr(fmha_sm90, knob, value)
+
+
+def table(texts: dict[str, str], every_loop: bool = False) -> str:
+    lines = ["| variant | instructions | loop (label) | size | " + " | ".join(SHOWN) + " |",
+             "| --- | --- | --- | --- | " + " | ".join("---" for _ in SHOWN) + " |"]
+    for name, text in texts.items():
+        total = sum(opcodes(text).values())
+        issuing = [loop for loop in loops(text) if loop.counts["HGMMA"]]
+        for loop in issuing:
+            if every_loop or not any(loop.holds(other) for other in issuing):
+                cells = " | ".join(str(loop.counts[op]) for op in SHOWN)
+                lines.append(f"| {name} | {total} | {loop.label} | {loop.size} | {cells} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--variants", default="now,o_direct")
+    ap.add_argument("--head-dim", type=int, default=128, choices=(64, 128))
+    ap.add_argument("--causal", action="store_true")
+    ap.add_argument("--every-loop", action="store_true", help="also the spans that hold other loops (tile loops)")
+    ap.add_argument("--out", help="folder for the SASS of each variant and fmha_sass.md")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory() as workdir:
+        texts = {name: variant_sass(name, args.head_dim, args.causal, workdir) for name in args.variants.split(",")}
+    report = table(texts, args.every_loop)
+    print(report)
+    if args.out:
+        out = pathlib.Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, text in texts.items():
+            (out / f"{name}.sass").write_text(text)
+        (out / "fmha_sass.md").write_text(report + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""bench/fmha_sass.py: the wgmma FMHA's key loop in SASS, without a GPU.
+
+The key loop of the default D=128 unmasked build issues 16 wgmmas a key block (S = Q K^T over
+D = 128 in 8 k-steps of 16, P V over 128 keys in 8) and converts P once: each consumer thread
+holds 64 x 128 / 128 = 64 of its warpgroup's P values, packed two to an F2FP, so 32. A build
+that converts P twice in the loop (what ncu found in session 15's O_DIRECT build) fails here.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
+
+import fmha_sass  # noqa: E402
+import sass  # noqa: E402
+
+try:
+    sass.disassembler()
+    HAVE_DISASSEMBLER = True
+except sass.NoDisassembler:
+    HAVE_DISASSEMBLER = False
+
+pytestmark = pytest.mark.skipif(not HAVE_DISASSEMBLER, reason="no cuobjdump or nvdisasm (pip install nvidia-cuda-nvdisasm)")
+
+
+def _key_loops(text: str) -> list:
+    issuing = [loop for loop in sass.loops(text) if loop.counts["HGMMA"]]
+    return [loop for loop in issuing if loop.counts["HGMMA"] == 16 and not any(loop.holds(o) for o in issuing)]
+
+
+def test_default_d128_key_loop_converts_p_once(tmp_path):
+    text = fmha_sass.variant_sass("now", 128, False, str(tmp_path))
+    keys = _key_loops(text)
+    assert keys, "no loop of 16 HGMMA in the D=128 build"
+    assert [loop.counts["F2FP"] for loop in keys] == [32] * len(keys)
+    assert all(loop.counts["MUFU"] >= 64 for loop in keys)  # an exp2 a score value (64 a thread)
+
+
+def test_the_report_lists_the_key_loop_of_each_variant(tmp_path):
+    texts = {name: fmha_sass.variant_sass(name, 128, False, str(tmp_path)) for name in ("now", "o_direct")}
+    rows = [line for line in fmha_sass.table(texts).splitlines()[2:]]
+    assert {row.split(" | ")[0].strip("| ") for row in rows} == {"now", "o_direct"}
+    assert all(row.count("|") == 15 for row in rows)
+
+
+def test_disassembly_counts_instructions():
+    text = "\n".join([
+        ".L_x_1:",
+        "        /*0000*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR4], R24 ;",
+        "        /*0010*/              @!P0 F2FP.BF16.F32.PACK_AB R2, R3, R2 ;",
+        "        /*0020*/                   NOP ;",
+        "        /*0030*/               @P1 BRA `(.L_x_1) ;",
+    ])
+    (loop,) = sass.loops(text)
+    assert (loop.label, loop.size, loop.counts["HGMMA"], loop.counts["F2FP"], loop.counts["NOP"]) == (".L_x_1", 3, 1, 1, 0)
+    assert sass.opcodes(text) == {"HGMMA": 1, "F2FP": 1, "BRA": 1}
