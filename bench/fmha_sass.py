@@ -1,6 +1,6 @@
 """The wgmma FMHA's loops in SASS, per knob variant, without a GPU.
 
-    python bench/fmha_sass.py [--variants now,o_direct] [--head-dim 128] [--causal] [--out DIR]
+    python bench/fmha_sass.py [--variants now,o_direct] [--head-dim 128] [--causal] [--wide-keys] [--out DIR]
 
 Each variant (a name of `fmha_peers.VARIANTS`, "now" for the knobs as they are) is compiled
 for sm_90a through the hook (`kernels.fmha_sm90._compile`, bf16, no sink), its cubin
@@ -30,8 +30,9 @@ from sass import disassemble, loops, opcodes  # noqa: E402
 SHOWN = ("HGMMA", "MUFU", "F2FP", "FMNMX", "FMUL", "FADD", "FFMA", "FSEL", "BAR", "SYNCS")
 
 
-def variant_sass(name: str, head_dim: int, causal: bool, workdir: str) -> str:
-    """The SASS of the FMHA kernel built with variant `name`'s knobs (restored afterwards)."""
+def variant_sass(name: str, head_dim: int, causal: bool, workdir: str, wide_keys: bool = False) -> str:
+    """The SASS of the FMHA kernel built with variant `name`'s knobs (restored afterwards);
+    `wide_keys`: the build for calls with at least WIDE_KEYS_MIN keys (WIDE_KEY_TILES)."""
     from fmha_peers import VARIANTS
     from kernels import fmha_sm90
 
@@ -42,7 +43,7 @@ def variant_sass(name: str, head_dim: int, causal: bool, workdir: str) -> str:
     try:
         for knob, value in knobs.items():
             setattr(fmha_sm90, knob, value)
-        config = fmha_sm90.config_for(head_dim, causal, False)
+        config = fmha_sm90.config_for(head_dim, causal, False, False, wide_keys)
         dump = os.path.join(workdir, name)
         os.makedirs(dump, exist_ok=True)  # (CuTeDSL keeps nothing in a folder that does not exist)
         compiled = fmha_sm90._compile.__wrapped__("bfloat16", head_dim, causal, False, False, "sm_90a",
@@ -71,11 +72,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--variants", default="now,o_direct")
     ap.add_argument("--head-dim", type=int, default=128, choices=(64, 128))
     ap.add_argument("--causal", action="store_true")
+    ap.add_argument("--wide-keys", action="store_true", help="the build for calls with many keys (WIDE_KEY_TILES)")
     ap.add_argument("--every-loop", action="store_true", help="also the spans that hold other loops (tile loops)")
     ap.add_argument("--out", help="folder for the SASS of each variant and fmha_sass.md")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as workdir:
-        texts = {name: variant_sass(name, args.head_dim, args.causal, workdir) for name in args.variants.split(",")}
+        texts = {name: variant_sass(name, args.head_dim, args.causal, workdir, args.wide_keys) for name in args.variants.split(",")}
     report = table(texts, args.every_loop)
     print(report)
     if args.out:

@@ -280,7 +280,10 @@ O_IN_V = False
 # this epilogue after the loop, LLVM's code for the loop-carried P converts it twice (PTX: a
 # copy at the loop's head for the last P V after the loop, another for the P V in the loop),
 # where the default build converts once. (Converting P through opaque inline PTX instead, so
-# that LLVM cannot move it, was slower still everywhere: s15/p, 680 / 707 at 4096.)
+# that LLVM cannot move it, was slower still everywhere: s15/p, 680 / 707 at 4096.) Session 16:
+# the second copy came from the in-loop S wgmma naming S (= P's f32 values) as its input; with
+# S zeroed first (key_block) O_DIRECT's loop is the default's again (772 SASS instructions, 32
+# F2FP; bench/fmha_sass.py, no GPU), also at 128 x 160/176/192 (32, 40, 44, 48 F2FP); not timed yet.
 O_DIRECT = False
 # the producer's load order: False, a tile's Q, then K and V of each key block in turn; True,
 # FA3's order with its intra-warpgroup overlap (hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp): the
@@ -1429,6 +1432,13 @@ class _FmhaSm90:
             # O takes the correction of P(n+1)'s softmax while the S wgmma runs, or with
             # LATE_RESCALE that of P(n)'s once the P V is complete
             self.mma_turn_wait(wg)
+            if cutlass.const_expr(self.o_direct):
+                # the zero-initializing S wgmma still names S as an input, and S holds the last
+                # softmax's P (f32): with O_DIRECT's epilogue after the loop, LLVM then converts P
+                # a second time, after this issue, for the P V below (62 F2FP a block against 32,
+                # bench/fmha_sass.py). Zeros as its input leave P's f32 values no use past the
+                # one conversion. (Not in the other builds: D=64's loop grows 862 -> 885.)
+                acc_S.fill(0.0)
             _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
             if cutlass.const_expr(not self.late_rescale):
                 _rescale(acc_O, corr, self.conditional_rescale)

@@ -3,7 +3,8 @@
 The key loop of the default D=128 unmasked build issues 16 wgmmas a key block (S = Q K^T over
 D = 128 in 8 k-steps of 16, P V over 128 keys in 8) and converts P once: each consumer thread
 holds 64 x 128 / 128 = 64 of its warpgroup's P values, packed two to an F2FP, so 32. A build
-that converts P twice in the loop (what ncu found in session 15's O_DIRECT build) fails here.
+that converts P twice in the loop (what ncu found in session 15's O_DIRECT build) fails here;
+the O_DIRECT builds are checked the same way.
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ except sass.NoDisassembler:
 pytestmark = pytest.mark.skipif(not HAVE_DISASSEMBLER, reason="no cuobjdump or nvdisasm (pip install nvidia-cuda-nvdisasm)")
 
 
-def _key_loops(text: str) -> list:
+def _key_loops(text: str, hgmma: int = 16) -> list:
+    """The innermost loops issuing `hgmma` wgmmas (a key block's S and P V at D=128)."""
     issuing = [loop for loop in sass.loops(text) if loop.counts["HGMMA"]]
-    return [loop for loop in issuing if loop.counts["HGMMA"] == 16 and not any(loop.holds(o) for o in issuing)]
+    return [loop for loop in issuing if loop.counts["HGMMA"] == hgmma and not any(loop.holds(o) for o in issuing)]
 
 
 def test_default_d128_key_loop_converts_p_once(tmp_path):
@@ -41,6 +43,17 @@ def test_default_d128_key_loop_converts_p_once(tmp_path):
     assert keys, "no loop of 16 HGMMA in the D=128 build"
     assert [loop.counts["F2FP"] for loop in keys] == [32] * len(keys)
     assert all(loop.counts["MUFU"] >= 64 for loop in keys)  # an exp2 a score value (64 a thread)
+
+
+@pytest.mark.parametrize("variant, block_n", [("o_direct", 128), ("wide176", 176)])
+def test_o_direct_key_loop_converts_p_once(tmp_path, variant, block_n):
+    """O_DIRECT (and the wide-key tiles, which take it) converted P twice in the key loop until
+    the in-loop S wgmma stopped naming P's f32 values as its input (62 F2FP against 32)."""
+    text = fmha_sass.variant_sass(variant, 128, False, str(tmp_path), wide_keys=True)
+    hgmma = 128 // 16 + block_n // 16  # S over D in k-steps of 16, P V over the block's keys
+    keys = _key_loops(text, hgmma)
+    assert keys, f"no loop of {hgmma} HGMMA in the {variant} build"
+    assert {loop.counts["F2FP"] for loop in keys} == {block_n // 4}  # 64 x block_n P a warpgroup, 128 threads, 2 a pack
 
 
 def test_the_report_lists_the_key_loop_of_each_variant(tmp_path):
