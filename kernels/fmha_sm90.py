@@ -95,6 +95,8 @@ TILE_OVERRIDE = None  # (BLOCK_M, BLOCK_N) for every configuration: the knob swe
 # Empty: {128: (128, 192)} and (128, 176) tie with TILES' 128 x 128 (H200, s15/b, two passes:
 # 2x16x8192x128 713.7-719.6 and 716.9-721.9 against 722.5-723.1, 1x32x16384x128 684.8-692.1 and
 # 676.8-677.0 against 685.5-694.3): what the wider tile gains, O_DIRECT's build loses (below).
+# Again in s16/v (192: 720.6 / 717-719 at 8192, 684.5 / 681-682 at 16384; 160, with two Q
+# buffers, 689 and 666-669): 192's loop issues 11% fewer instructions a key than 128's.
 WIDE_KEY_TILES = {}
 WIDE_KEYS_MIN = 8192
 # the NVFP4 output's tile where it differs from TILES: its epilogue quantizes from O's own
@@ -282,8 +284,10 @@ O_IN_V = False
 # where the default build converts once. (Converting P through opaque inline PTX instead, so
 # that LLVM cannot move it, was slower still everywhere: s15/p, 680 / 707 at 4096.) Session 16:
 # the second copy came from the in-loop S wgmma naming S (= P's f32 values) as its input; with
-# S zeroed first (key_block) O_DIRECT's loop is the default's again (772 SASS instructions, 32
-# F2FP; bench/fmha_sass.py, no GPU), also at 128 x 160/176/192 (32, 40, 44, 48 F2FP); not timed yet.
+# S zeroed first (key_block) O_DIRECT's loop is the default's (772 SASS instructions, 32 F2FP;
+# bench/fmha_sass.py, no GPU). Still slower (s16/v): 4096 670 / 703-704, 8192 683 / 717-719,
+# 16384 641 / 681-682; so the cost is outside the loop. s16/diag.py (not run yet) times it with
+# the global stores skipped at run time.
 O_DIRECT = False
 # the producer's load order: False, a tile's Q, then K and V of each key block in turn; True,
 # FA3's order with its intra-warpgroup overlap (hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp): the
