@@ -6,7 +6,7 @@
 The kernel is `tests/narrow_float_kernels.py`'s converter (each thread loads 8 values,
 `.to(<narrow>)`, stores them), traced once, rewritten by `truncf-to-select` with each
 formulation, compiled through CuTeDSL's pipeline to PTX, assembled with `ptxas` and
-disassembled with `cuobjdump` (both must be on PATH or given). Per value = (SASS of
+disassembled (bench/sass.py: cuobjdump, else nvdisasm; ptxas on PATH or given). Per value = (SASS of
 the kernel - SASS of the same kernel whose "conversion" is only a shift of the input
 bits into place) / 8: loads, stores, address math and the packing of the baseline
 cancel; the packing of eight E2M1 codes per i32 stays in (the baseline packs
@@ -30,6 +30,7 @@ from contextlib import contextmanager
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
 import narrow_float_kernels as kernels  # noqa: E402
+from sass import NoDisassembler, disassemble, disassembler  # noqa: E402
 
 import lowering.passes.truncf_to_select as truncf  # noqa: E402
 from lowering.cutedsl import compile_ir, trace_ir  # noqa: E402
@@ -51,7 +52,8 @@ def sass_opcodes(ptx: str, arch: str, ptxas: str, cuobjdump: str, keep: str | No
         with open(ptx_path, "w") as f:
             f.write(ptx)
         subprocess.run([ptxas, f"-arch={arch}", "-O3", ptx_path, "-o", cubin], check=True)
-        text = subprocess.run([cuobjdump, "--dump-sass", cubin], capture_output=True, text=True, check=True).stdout
+        with open(cubin, "rb") as f:
+            text = disassemble(f.read(), [cuobjdump, "--dump-sass"] if cuobjdump else None)
     if keep:
         with open(os.path.join(keep, re.sub(r"[^A-Za-z0-9]+", "_", tag) + ".sass"), "w") as f:
             f.write(text)
@@ -83,11 +85,18 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--arch", default="sm_90a")
     parser.add_argument("--ptxas", default=shutil.which("ptxas"))
-    parser.add_argument("--cuobjdump", default=shutil.which("cuobjdump") or "/tmp/cudabin/cuobjdump")
+    parser.add_argument("--cuobjdump", help="a cuobjdump to use (default: bench/sass.py's disassembler: cuobjdump, else nvdisasm)")
     parser.add_argument("--keep", help="write each kernel's SASS into this directory")
     args = parser.parse_args(argv)
-    if not args.ptxas or not os.path.exists(args.cuobjdump):
-        parser.error("needs ptxas and cuobjdump (--ptxas, --cuobjdump)")
+    if not args.ptxas:
+        parser.error("needs ptxas (--ptxas)")
+    if args.cuobjdump and not os.path.exists(args.cuobjdump):
+        parser.error(f"--cuobjdump {args.cuobjdump}: no such file")
+    try:
+        disassembler()
+    except NoDisassembler as e:
+        if not args.cuobjdump:
+            parser.error(str(e))
     if args.keep:
         os.makedirs(args.keep, exist_ok=True)
     tools = (args.ptxas, args.cuobjdump)

@@ -3,8 +3,8 @@
     python bench/fmha_exp2_sass.py [--arch sm_90a] [--cuobjdump PATH] [--out DIR]
 
 Compiles kernels/fmha.py (bf16, D 128, no mask) with exp2_on_fma = 0 and 1 (every score
-exp2 on the FMA units) for "natural" and "magic", disassembles the cubins with cuobjdump
-(no GPU needed) and prints, per opcode, the change per score exp2: (count(variant) -
+exp2 on the FMA units) for "natural" and "magic", disassembles the cubins (bench/sass.py: cuobjdump, else nvdisasm;
+no GPU needed) and prints, per opcode, the change per score exp2: (count(variant) -
 count(MUFU build)) / number of score exp2s in the kernel (4 rows x 16 columns a thread,
 in the masked and the unmasked softmax). Writes DIR/fmha_exp2_sass.md (and the SASS).
 """
@@ -16,13 +16,13 @@ import collections
 import os
 import pathlib
 import re
-import shutil
-import subprocess
 import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+from sass import disassemble  # noqa: E402
 
 N_EXP2 = 4 * 16 * 2  # rows x columns per thread, two traced softmax variants
 
@@ -41,7 +41,7 @@ def main():
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--arch", default="sm_90a")
-    ap.add_argument("--cuobjdump", default=shutil.which("cuobjdump") or "/tmp/cudabin/cuobjdump")
+    ap.add_argument("--cuobjdump", help="a cuobjdump to use (default: bench/sass.py's disassembler: cuobjdump, else nvdisasm)")
     ap.add_argument("--out", type=pathlib.Path, default=None)
     args = ap.parse_args()
     out = args.out or pathlib.Path(tempfile.mkdtemp())
@@ -53,7 +53,7 @@ def main():
         fn = fmha.compile_attention("bfloat16", 128, False, (-1, -1), False, args.arch, frac, impl, options="--keep-cubin")
         cubin = out / f"fmha_exp2_{name}.{args.arch}.cubin"
         cubin.write_bytes(fn.__cubin__)
-        sass = subprocess.run([args.cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+        sass = disassemble(fn.__cubin__, [args.cuobjdump, "-sass"] if args.cuobjdump else None)
         (out / f"fmha_exp2_{name}.{args.arch}.sass").write_text(sass)
         counts[name] = _opcodes(sass)
     ops = sorted(set().union(*counts.values()))

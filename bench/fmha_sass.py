@@ -25,7 +25,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
-from sass import disassemble, loops, opcodes  # noqa: E402
+from sass import disassemble, innermost, loops, opcodes  # noqa: E402
 
 SHOWN = ("HGMMA", "MUFU", "F2FP", "FMNMX", "FMUL", "FADD", "FFMA", "FSEL", "BAR", "SYNCS")
 
@@ -59,11 +59,10 @@ def table(texts: dict[str, str], every_loop: bool = False) -> str:
              "| --- | --- | --- | --- | " + " | ".join("---" for _ in SHOWN) + " |"]
     for name, text in texts.items():
         total = sum(opcodes(text).values())
-        issuing = [loop for loop in loops(text) if loop.counts["HGMMA"]]
-        for loop in issuing:
-            if every_loop or not any(loop.holds(other) for other in issuing):
-                cells = " | ".join(str(loop.counts[op]) for op in SHOWN)
-                lines.append(f"| {name} | {total} | {loop.label} | {loop.size} | {cells} |")
+        shown = [loop for loop in loops(text) if loop.counts["HGMMA"]] if every_loop else innermost(loops(text), "HGMMA")
+        for loop in shown:
+            cells = " | ".join(str(loop.counts[op]) for op in SHOWN)
+            lines.append(f"| {name} | {total} | {loop.label} | {loop.size} | {cells} |")
     return "\n".join(lines)
 
 

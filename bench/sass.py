@@ -5,6 +5,7 @@
                                              # nvidia-cuda-nvdisasm wheel, in the test extra)
     opcodes(text)                            # Counter of base opcodes ("F2FP", "HGMMA", ...), NOPs left out
     for loop in loops(text): ...             # one per backward branch: label, span, opcodes
+    innermost(loops(text), "HGMMA")          # those issuing HGMMA that hold no other such loop
 
 A loop here is the span from a label to a later branch back to it, as it lies in the code:
 ptxas places a loop's blocks together, so for the FMHA key loops that span is the loop body
@@ -53,9 +54,10 @@ def disassembler() -> list[str]:
     return [found, "-c"]
 
 
-def disassemble(cubin: bytes) -> str:
-    """The SASS text of `cubin` (an ELF cubin, as CuTeDSL keeps it with --keep-cubin)."""
-    command = disassembler()
+def disassemble(cubin: bytes, command: list[str] | None = None) -> str:
+    """The SASS text of `cubin` (an ELF cubin, as CuTeDSL keeps it with --keep-cubin);
+    `command`: the disassembler to use (default: `disassembler()`)."""
+    command = command or disassembler()
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "kernel.cubin")
         with open(path, "wb") as f:
@@ -109,3 +111,10 @@ def loops(text: str) -> list[Loop]:
             body = [_base(op) for op, _ in code[start : index + 1] if not op.startswith("NOP")]
             found.append(Loop(target.group(1), start, index, len(body), collections.Counter(body)))
     return found
+
+
+def innermost(found: list[Loop], opcode: str) -> list[Loop]:
+    """The loops that issue `opcode` and hold no other loop that does (mbarrier retry loops
+    without it may lie inside)."""
+    issuing = [loop for loop in found if loop.counts[opcode]]
+    return [loop for loop in issuing if not any(loop.holds(other) for other in issuing)]

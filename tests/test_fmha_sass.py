@@ -33,8 +33,7 @@ pytestmark = pytest.mark.skipif(not HAVE_DISASSEMBLER, reason="no cuobjdump or n
 
 def _key_loops(text: str, hgmma: int = 16) -> list:
     """The innermost loops issuing `hgmma` wgmmas (a key block's S and P V at D=128)."""
-    issuing = [loop for loop in sass.loops(text) if loop.counts["HGMMA"]]
-    return [loop for loop in issuing if loop.counts["HGMMA"] == hgmma and not any(loop.holds(o) for o in issuing)]
+    return [loop for loop in sass.innermost(sass.loops(text), "HGMMA") if loop.counts["HGMMA"] == hgmma]
 
 
 def test_default_d128_key_loop_converts_p_once(tmp_path):
