@@ -104,6 +104,7 @@ def _cand(d64c=(128, 128), **knobs):
 _D64_ONLY = {(64, False): True, (64, True): True, (128, False): False, (128, True): False}
 _D64_UNMASKED = {(64, False): True, (64, True): False, (128, False): False, (128, True): False}
 _D128_UNMASKED = {(64, False): False, (64, True): False, (128, False): True, (128, True): False}
+_PP128 = {(64, False): True, (64, True): True, (128, False): True, (128, True): False}  # PINGPONG at D=128 unmasked too
 _T_NOW = {(64, False): (192, 128), (64, True): (192, 128), (128, False): (128, 128), (128, True): (128, 128)}  # TILES since session 8
 _DYN_DIAG = {(64, False): "snake", (64, True): "dynamic", (128, False): "snake", (128, True): "dynamic"}
 _D64C_192 = {"MASK_RELATIVE": True, "TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)},
@@ -302,13 +303,29 @@ VARIANTS = {
     # session 14: O from registers to global memory at D=128 (fmha_sm90.O_DIRECT: no O buffer, so
     # FA3's wider key tiles fit without O over V); with and without a diagonal, then the wider tiles
     "o_direct": {"O_DIRECT": {(64, False): False, (64, True): False, (128, False): True, (128, True): True}},
+    # session 18: is O_DIRECT's loss the late V release starving a two-stage ring? Its freed 32 KB
+    # hold a third K/V stage (one Q buffer then: 225 KB); one Q buffer alone separates the two
+    "o_direct_s3": {"O_DIRECT": {(64, False): False, (64, True): False, (128, False): True, (128, True): True},
+                    "STAGES": {(64, False): 2, (64, True): 2, (128, False): 3, (128, True): 3}},
+    "o_direct_q1": {"O_DIRECT": {(64, False): False, (64, True): False, (128, False): True, (128, True): True},
+                    "Q_STAGES": {(64, False): 2, (64, True): 2, (128, False): 1, (128, True): 1}},
+    # ncu (s18/n): O_DIRECT's extra time is mostly its S wgmma's wait (the other warpgroup's wgmmas
+    # queued ahead of it?); with FA3's scheduler barrier the two take turns issuing (D=128 unmasked)
+    "pp128": {"PINGPONG": _PP128},
+    "o_direct_pp": {"O_DIRECT": _D128_UNMASKED, "PINGPONG": _PP128},
+    "wide192_pp": {"WIDE_KEY_TILES": {128: (128, 192)}, "WIDE_KEY_PINGPONG": True},
+    "wide176_pp": {"WIDE_KEY_TILES": {128: (128, 176)}, "WIDE_KEY_PINGPONG": True},
+    # the same from 4096 keys (4096 in blocks of 192: 3% of the last block wasted; FA3's 176 wastes 3% too)
+    "wide192_pp_4096": {"WIDE_KEY_TILES": {128: (128, 192)}, "WIDE_KEY_PINGPONG": True, "WIDE_KEYS_MIN": 4096},
+    "wide176_pp_4096": {"WIDE_KEY_TILES": {128: (128, 176)}, "WIDE_KEY_PINGPONG": True, "WIDE_KEYS_MIN": 4096},
     "o_direct_causal": {"O_DIRECT": {(64, False): False, (64, True): False, (128, False): False, (128, True): True}},
     **{
         f"o_direct{n}": {"O_DIRECT": _D128_UNMASKED, "TILES": {**_T_NOW, (128, False): (128, n)}, "NVFP4_TILES": {(128, False): (128, 128)}}
         for n in (160, 176, 192)
     },
     # the wider tile only for calls with at least WIDE_KEYS_MIN (8192) keys (with O_DIRECT: config_for)
-    **{f"wide{n}": {"WIDE_KEY_TILES": {128: (128, n)}} for n in (160, 176, 192)},
+    **{f"wide{n}": {"WIDE_KEY_TILES": {128: (128, n)}, "WIDE_KEY_PINGPONG": None} for n in (160, 176, 192)},
+    "no_wide": {"WIDE_KEY_TILES": {}},  # (the default before session 18: 128 x 128 whatever the keys)
 }
 
 

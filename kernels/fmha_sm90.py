@@ -92,13 +92,24 @@ TILE_OVERRIDE = None  # (BLOCK_M, BLOCK_N) for every configuration: the knob swe
 # row maxima and sums, O's rescale, the wgmma waits) over more keys, and wastes little of the
 # last block once the keys are many (Sk = 8192 in blocks of 192: 0.8%; 4096: 3%). Beside two
 # 48 KB K/V stages only one Q buffer and no O buffer fit: it takes O_DIRECT, whatever that says.
-# Empty: {128: (128, 192)} and (128, 176) tie with TILES' 128 x 128 (H200, s15/b, two passes:
+# Alone, {128: (128, 192)} and (128, 176) tie with TILES' 128 x 128 (H200, s15/b, two passes:
 # 2x16x8192x128 713.7-719.6 and 716.9-721.9 against 722.5-723.1, 1x32x16384x128 684.8-692.1 and
-# 676.8-677.0 against 685.5-694.3): what the wider tile gains, O_DIRECT's build loses (below).
-# Again in s16/v (192: 720.6 / 717-719 at 8192, 684.5 / 681-682 at 16384; 160, with two Q
-# buffers, 689 and 666-669): 192's loop issues 11% fewer instructions a key than 128's.
-WIDE_KEY_TILES = {}
+# 676.8-677.0 against 685.5-694.3; s16/v: 192 720.6 / 717-719 at 8192, 684.5 / 681-682 at 16384),
+# although 192's loop issues 11% fewer instructions a key than 128's; with the scheduler barrier
+# (WIDE_KEY_PINGPONG, below) 192 is ahead at 8192 keys. Since session 18: (128, 192) with it.
+# From 4096 keys it loses (s18/c: 4x16x4096x128 701.5, 700.3 against 709.9, 708.1; 176 687-688).
+WIDE_KEY_TILES = {128: (128, 192)}
 WIDE_KEYS_MIN = 8192
+# the wide-key build's scheduler barrier (PINGPONG's, for that build alone; None: PINGPONG's
+# value). ncu (s18/n, 2x16x8192x128): the 192-wide build issues 9% fewer instructions than the
+# 128-wide one but waits longer for each (6.27 cycles an issue against 5.80), most of it at the
+# S wgmma's wait, behind the other consumer's wgmmas; taking turns (FA3 does at 128 x 176) gives
+# 192 what its instructions save (s18/b, two passes, against now's 128 x 128: 2x16x8192x128
+# 727.6, 725.4 / 715.7, 714.6; 1x32x16384 710.8, 697.1 / 689.0, 689.1; again in s18/c: 736.4,
+# 736.2 / 725.8, 723.5 and 690.8, 690.4 / 695.4, 689.3; the Sq=128 decode row with 32768 keys and
+# Sq=64 with 8192 even) while the 128-wide build loses with it (712.5, 677.0), as O_DIRECT's
+# 128-wide build does (682.1, 642.9 against 687.2, 651.5 without)
+WIDE_KEY_PINGPONG = True
 # the NVFP4 output's tile where it differs from TILES: its epilogue quantizes from O's own
 # buffer (no TMA_STORE, so no O_IN_V), beside which a tile needing O_IN_V does not fit
 NVFP4_TILES = {}
@@ -2229,6 +2240,8 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
     if block_m % 64 or not 64 <= block_m <= 192 or block_n % 16 or not 16 <= block_n <= 256:
         raise ValueError(f"tile ({block_m}, {block_n}): BLOCK_M must be 64, 128 or 192, BLOCK_N a multiple of 16 up to 256")
     pingpong = _per_config(PINGPONG, head_dim, masked)
+    if wide is not None and WIDE_KEY_PINGPONG is not None:
+        pingpong = bool(WIDE_KEY_PINGPONG)
     if pingpong and block_m < 128:
         raise ValueError("PINGPONG takes turns between two or three consumer warpgroups (BLOCK_M = 128 or 192)")
     if isinstance(PERSISTENT, dict):

@@ -1075,6 +1075,17 @@ def test_wide_key_tiles_config(monkeypatch):
     assert sm90.config_for(128, False, False, True, True)[:2] != (128, 192)
     monkeypatch.setattr(sm90, "O_DIRECT", False)
     assert sm90.config_for(128, False, False, False, True).o_direct and not sm90.config_for(128, False, False, False, False).o_direct
+    # WIDE_KEY_PINGPONG: the scheduler barrier in the wide build alone; None leaves PINGPONG's choice
+    monkeypatch.setattr(sm90, "PINGPONG", False)
+    monkeypatch.setattr(sm90, "WIDE_KEY_PINGPONG", True)
+    assert sm90.config_for(128, False, False, False, True).pingpong and not sm90.config_for(128, False, False, False, False).pingpong
+    assert not sm90.config_for(128, False, True, False, True).pingpong  # (a mask: no wide build)
+    monkeypatch.setattr(sm90, "WIDE_KEY_PINGPONG", None)
+    assert not sm90.config_for(128, False, False, False, True).pingpong
+    monkeypatch.setattr(sm90, "PINGPONG", True)
+    assert sm90.config_for(128, False, False, False, True).pingpong
+    monkeypatch.setattr(sm90, "WIDE_KEY_PINGPONG", False)
+    assert not sm90.config_for(128, False, False, False, True).pingpong and sm90.config_for(128, False, False, False, False).pingpong
     monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {128: (128, 256)})
     with pytest.raises(ValueError, match=r"tile \(128, 256\) at D=128 with 2 K/V stages needs 295936 bytes"):
         sm90.config_for(128, False, False, False, True)
@@ -1121,8 +1132,11 @@ def test_gpu_o_direct(monkeypatch):
     monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 128)})
     monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {128: (128, 192)})
     monkeypatch.setattr(sm90, "O_DIRECT", False)  # (the wide build takes it anyway)
-    _check(torch, torch.bfloat16, 2, 1000, 8192, 8, 2, 128, path="wgmma", seed=6)
-    _check(torch, torch.bfloat16, 1, 300, 8191, 4, 4, 128, path="wgmma", seed=7)
+    for wide_pingpong in (False, True):  # (WIDE_KEY_PINGPONG: the wide build with the scheduler barrier)
+        monkeypatch.setattr(sm90, "WIDE_KEY_PINGPONG", wide_pingpong)
+        _check(torch, torch.bfloat16, 2, 1000, 8192, 8, 2, 128, path="wgmma", seed=6)
+        _check(torch, torch.float16, 1, 4000, 9000, 4, 1, 128, False, (-1, -1), True, path="wgmma", seed=8)  # (GQA, sink, key tail)
+        _check(torch, torch.bfloat16, 1, 300, 8191, 4, 4, 128, path="wgmma", seed=7)
 
 
 def test_wgmma_cluster_compiles(tmp_path, monkeypatch):
