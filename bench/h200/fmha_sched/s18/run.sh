@@ -7,6 +7,8 @@
 #   STEP=b  FA3's scheduler barrier (PINGPONG) at D=128 without a mask, with O_DIRECT and the
 #           wide-key tiles (ncu.sh, s18/n: O_DIRECT's extra time is mostly its S wgmma's wait)
 #   STEP=c  WIDE_KEY_PINGPONG's GPU tests; the wide tiles with it from 8192 and from 4096 keys
+#   STEP=suite  every GPU test (gpu_suite.sh) with WIDE_KEY_TILES and WIDE_KEY_PINGPONG on
+#   STEP=peers  the whole peers run into a copy of results.json (FA3 installed)
 : "${OUT:?set OUT}"; mkdir -p "$OUT"
 case "$STEP" in
 a)
@@ -28,4 +30,11 @@ c)
     --variants now,wide192_pp,wide192_pp_4096,wide176_pp_4096,now#2,wide192_pp#2,wide192_pp_4096#2,wide176_pp_4096#2 \
     --variant-cases 0,2,6,d4,d5,d6 > "$OUT/c.log" 2>&1
   grep -h '"variant"\|failed\|errors' "$OUT/c.log" | cut -c1-150 ;;
+suite)
+  OUT="$OUT/suite" TEST_TIMEOUT=400 bash bench/h200/gpu_suite.sh ;;
+peers)
+  # FA3 first: carry .dev/fa3, then pip install --no-deps --target /tmp/site .dev/fa3/*.whl
+  mkdir -p "$OUT/r" && cp bench/results.json "$OUT/r/results.json"  # (fmha_peers merges its fmha_* entries into it)
+  timeout 500 python3 bench/fmha_peers.py --out "$OUT/r" --results "$OUT/r/results.json" > "$OUT/r/peers.log" 2>&1
+  grep "^| " "$OUT/r/fmha_peers.md" | head -40 ;;
 esac
