@@ -325,7 +325,7 @@ VARIANTS = {
     },
     # the wider tile only for calls with at least WIDE_KEYS_MIN (8192) keys (with O_DIRECT: config_for)
     **{f"wide{n}": {"WIDE_KEY_TILES": {128: (128, n)}, "WIDE_KEY_PINGPONG": None} for n in (160, 176, 192)},
-    "no_wide": {"WIDE_KEY_TILES": {}},  # (the default before session 18: 128 x 128 whatever the keys)
+    "no_wide": {"WIDE_KEY_TILES": {}},  # (128 x 128 whatever the keys: the default)
 }
 
 

@@ -1091,6 +1091,21 @@ def test_wide_key_tiles_config(monkeypatch):
         sm90.config_for(128, False, False, False, True)
 
 
+def test_nvfp4_output_keeps_the_bf16_outputs_tile():
+    """out_format="nvfp4" is bit-identical to quantizing the bf16 output only while both builds
+    of a call do the same arithmetic: with the default knobs the NVFP4 build's tile is the bf16
+    build's for every head dim, mask and key count (session 18 turned WIDE_KEY_TILES on, whose
+    128 x 192 the NVFP4 build cannot take, and the GPU peers' run found 2x16x8192x128 differing)."""
+    sm90 = _fmha().fmha_sm90
+    for d in (64, 128):
+        for masked in (False, True):
+            for sk in (1024, sm90.WIDE_KEYS_MIN, 1 << 20):
+                wide = sm90.wide_keys(d, sk)
+                bf16 = sm90.config_for(d, masked, masked, False, wide)
+                fp4 = sm90.config_for(d, masked, masked, True, wide)
+                assert bf16[:2] == fp4[:2], f"D={d}, masked {masked}, Sk={sk}: bf16 {bf16[:2]}, NVFP4 {fp4[:2]}"
+
+
 @pytest.mark.gpu
 def test_gpu_o_direct(monkeypatch):
     """O_DIRECT: at 128 x 128 the same bits as O through shared memory (only the path out

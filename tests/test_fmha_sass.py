@@ -44,10 +44,10 @@ def test_default_d128_key_loop_converts_p_once(tmp_path):
     assert all(loop.counts["MUFU"] >= 64 for loop in keys)  # an exp2 a score value (64 a thread)
 
 
-@pytest.mark.parametrize("variant, wide_keys, block_n", [("o_direct", False, 128), ("wide176", True, 176), ("now", True, 192)])
+@pytest.mark.parametrize("variant, wide_keys, block_n", [("o_direct", False, 128), ("wide176", True, 176), ("wide192_pp", True, 192)])
 def test_o_direct_key_loop_converts_p_once(tmp_path, variant, wide_keys, block_n):
-    """O_DIRECT (and the wide-key tiles, which take it: the default build for many keys is
-    128 x 192) converted P twice in the key loop until the in-loop S wgmma stopped naming P's
+    """O_DIRECT (and the wide-key tiles, which take it, with or without the scheduler barrier)
+    converted P twice in the key loop until the in-loop S wgmma stopped naming P's
     f32 values as its input (62 F2FP against 32)."""
     text = fmha_sass.variant_sass(variant, 128, False, str(tmp_path), wide_keys=wide_keys)
     hgmma = 128 // 16 + block_n // 16  # S over D in k-steps of 16, P V over the block's keys

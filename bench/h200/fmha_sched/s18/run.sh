@@ -8,6 +8,7 @@
 #           wide-key tiles (ncu.sh, s18/n: O_DIRECT's extra time is mostly its S wgmma's wait)
 #   STEP=c  WIDE_KEY_PINGPONG's GPU tests; the wide tiles with it from 8192 and from 4096 keys
 #   STEP=suite  every GPU test (gpu_suite.sh) with WIDE_KEY_TILES and WIDE_KEY_PINGPONG on
+#   STEP=nvfp4  is the NVFP4 output bit-identical where the bf16 call takes another build
 #   STEP=peers  the whole peers run into a copy of results.json (FA3 installed)
 : "${OUT:?set OUT}"; mkdir -p "$OUT"
 case "$STEP" in
@@ -32,6 +33,8 @@ c)
   grep -h '"variant"\|failed\|errors' "$OUT/c.log" | cut -c1-150 ;;
 suite)
   OUT="$OUT/suite" TEST_TIMEOUT=400 bash bench/h200/gpu_suite.sh ;;
+nvfp4)
+  timeout 200 python3 bench/h200/fmha_sched/s18/nvfp4_identity.py > "$OUT/nvfp4_identity.log" 2>&1; cat "$OUT/nvfp4_identity.log" ;;
 peers)
   # FA3 first: carry .dev/fa3, then pip install --no-deps --target /tmp/site .dev/fa3/*.whl
   mkdir -p "$OUT/r" && cp bench/results.json "$OUT/r/results.json"  # (fmha_peers merges its fmha_* entries into it)
