@@ -85,6 +85,7 @@ def clear_launch_cache():
     """Forget every launcher: after changing a kernel module's tuning knobs by hand."""
     _LAUNCHERS.clear()
     _DECODE_PLANS.clear()
+    _NVFP4_UNFUSED.clear()
     fmha_sm90.tail_splits.cache_clear()  # (its plan reads TAIL_SPLIT_MAX and the costs)
 
 
@@ -281,6 +282,17 @@ def _attention_ok(q, k, v, sink, softmax_scale, global_scale) -> bool:
     )
 
 
+def _wgmma_config(d, sk, left, right, path, nvfp4_out, arch):
+    """(whether it is the wide-key build, fmha_sm90's Config) of the wgmma path for a call, or
+    (False, None) where the call takes another path."""
+    config_for = getattr(fmha.fmha_sm90, "config_for", None)  # (tile knobs by configuration, where they exist)
+    if not (config_for and path != "mma_sync" and arch in fmha.fmha_sm90.ARCHS):
+        return False, None
+    # (fmha_sm90.WIDE_KEY_TILES' build; a module without them, fmha_peers' "before", has none)
+    wide_keys = getattr(fmha.fmha_sm90, "wide_keys", lambda d, sk: False)(d, sk)
+    return wide_keys, (config_for(d, left >= 0, right >= 0, nvfp4_out, wide_keys) if wide_keys else config_for(d, left >= 0, right >= 0, nvfp4_out))
+
+
 def _attention_launch(q, sk, has_sink, left, right, path, exp2_on_fma, exp2_impl, nvfp4_out):
     """(launcher, whether it reads the scheduler counters) for one shape class (`sk`, the keys,
     picks fmha_sm90's wide-key build or not); on a miss the options are checked against the arch first."""
@@ -289,13 +301,7 @@ def _attention_launch(q, sk, has_sink, left, right, path, exp2_on_fma, exp2_impl
     arch = _arch(device)
     # the wgmma path's tile choice (its knobs' current values) is part of the key: a knob
     # sweep that edits them between calls gets the kernel it asked for
-    config_for = getattr(fmha.fmha_sm90, "config_for", None)  # (tile knobs by configuration, where they exist)
-    wide_keys = False  # (fmha_sm90.WIDE_KEY_TILES' build; a module without them, fmha_peers' "before", has none)
-    if config_for and path != "mma_sync" and arch in fmha.fmha_sm90.ARCHS:
-        wide_keys = getattr(fmha.fmha_sm90, "wide_keys", lambda d, sk: False)(d, sk)
-        config = config_for(d, left >= 0, right >= 0, nvfp4_out, wide_keys) if wide_keys else config_for(d, left >= 0, right >= 0, nvfp4_out)
-    else:
-        config = None
+    wide_keys, config = _wgmma_config(d, sk, left, right, path, nvfp4_out, arch)
     # the same for the mma_sync path's exp2 knobs when the call leaves them to the module's defaults
     exp2_on_fma = fmha.EXP2_FMA_FRACTION if exp2_on_fma is None else exp2_on_fma
     exp2_impl = fmha.EXP2_FMA_IMPL if exp2_impl is None else exp2_impl
@@ -451,6 +457,21 @@ def _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma,
                     b, sq, sk, hq, hkv, splits, softmax_scale * fmha.LOG2E, left, right, stream,
                 )  # fmt: skip
             return out, lse
+    if global_scale is not None:
+        # the NVFP4 output promises quantize() of the bf16 output's bits: where that call takes
+        # arithmetic the NVFP4 build has not (a split-KV plan, the tail split's pieces, another
+        # tile), it is that call's output quantized (two kernels, the same bits)
+        shape_key = (q.dtype, d, q.get_device(), b, sq, sk, hq, hkv, left, right, sink is None, path, exp2_on_fma, exp2_impl)
+        unfused = _NVFP4_UNFUSED.get(shape_key)
+        if unfused is None:
+            unfused = _bf16_call_differs(q, b, sq, sk, hq, hkv, sink is not None, left, right, path, exp2_on_fma, exp2_impl)
+            if len(_NVFP4_UNFUSED) >= _DECODE_PLANS_MAX:
+                _NVFP4_UNFUSED.clear()
+            _NVFP4_UNFUSED[shape_key] = unfused
+        if unfused:
+            out, lse = _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma, exp2_impl, None)
+            codes, scales = quantize_impl(out.reshape(-1, d), global_scale)
+            return codes.view(b, sq, hq, d // 2), scales.view(b, sq, hq, d // _BLOCK), lse
     launch, counted, config = _attention_launch(q, sk, sink is not None, left, right, path, exp2_on_fma, exp2_impl, global_scale is not None)
     lse = q.new_empty((b, hq, sq), dtype=_F32)
     if global_scale is not None:
@@ -478,6 +499,31 @@ def _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma,
             b, sq, sk, hq, hkv, softmax_scale * fmha.LOG2E, left, right, stream,
         )  # fmt: skip
     return (out, lse) if global_scale is None else (codes, scales, lse)
+
+
+_NVFP4_UNFUSED: dict = {}  # shape class -> _bf16_call_differs (cleared with the launchers)
+
+
+def _bf16_call_differs(q, b, sq, sk, hq, hkv, has_sink, left, right, path, exp2_on_fma, exp2_impl) -> bool:
+    """Whether the bf16 call of this shape computes O otherwise than the fused NVFP4 build: a
+    split-KV plan (the NVFP4 output has none), the tail split cutting this shape's last tiles
+    into pieces (session 18 found 583 codes differing at 1x32x16384x128), or another tile
+    (WIDE_KEY_TILES' build, which the NVFP4 output does not take)."""
+    if path != "mma_sync" and path != "wgmma":
+        plan_key = (q.dtype, q.shape[3], q.get_device(), b, sq, sk, hq, hkv, left, right, not has_sink, path, exp2_on_fma, exp2_impl)
+        plan = _DECODE_PLANS.get(plan_key)
+        if plan is None:
+            plan = _decode_plan(plan_key, q, b, sq, sk, hq, hkv, has_sink, left, right, path, exp2_on_fma, exp2_impl)
+        if plan:
+            return True
+    arch = _arch(q.get_device())
+    _, nvfp4_config = _wgmma_config(q.shape[3], sk, left, right, path, True, arch)
+    _, config = _wgmma_config(q.shape[3], sk, left, right, path, False, arch)
+    if config is None or nvfp4_config is None:
+        return False  # (the mma_sync path: one build whatever the output)
+    if config[:2] != nvfp4_config[:2]:
+        return True
+    return bool(config.tail_split) and fmha_sm90.tail_splits(config, b, sq, sk, hq, has_sink) > 1
 
 
 def attention_impl(

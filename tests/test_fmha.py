@@ -1347,6 +1347,43 @@ def test_compiles_nvfp4_out(arch, path, i):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize(
+    "shape, wide",
+    [
+        ((1, 16384, 16384, 32, 32), False),  # the bf16 call's tail split cuts its last tiles into pieces
+        ((2, 1, 32768, 32, 4), False),  # a split-KV plan (decode)
+        ((2, 16, 8192, 32, 4), False),  # the packed split-KV kernel (Sq=16, GQA 8:1)
+        ((1, 1000, 8192, 8, 8), True),  # WIDE_KEY_TILES' 128 x 192, which the NVFP4 build does not take
+    ],
+)
+def test_gpu_nvfp4_out_is_quantize_where_the_bf16_call_computes_otherwise(monkeypatch, shape, wide):
+    """Where the bf16 call takes arithmetic the fused NVFP4 build has not (the tail split's
+    pieces, a split-KV plan, another tile), the NVFP4 output is still quantize() of its bits
+    (session 18: 583 codes differed at 1x32x16384x128 with the tail split)."""
+    torch = _cuda()
+    _gpu_path(torch, "wgmma")
+    from kernels import nvfp4, ops
+
+    fmha = _fmha()
+    if wide:
+        monkeypatch.setattr(fmha.fmha_sm90, "WIDE_KEY_TILES", {128: (128, 192)})
+    ops.clear_launch_cache()
+    try:
+        b, sq, sk, hq, hkv = shape
+        gen = torch.Generator(device="cuda").manual_seed(sk + sq)
+        q = torch.randn(b, sq, hq, 128, generator=gen, device="cuda").to(torch.bfloat16)
+        k, v = (torch.randn(b, sk, hkv, 128, generator=gen, device="cuda").to(torch.bfloat16) for _ in range(2))
+        out, lse = fmha.attention(q, k, v, return_lse=True)
+        (codes, scales, g), lse4 = fmha.attention(q, k, v, out_format="nvfp4", return_lse=True)
+        want_codes, want_scales, _ = nvfp4.quantize(out.reshape(-1, 128), g)
+        assert torch.equal(codes.reshape(-1, 64), want_codes), int((codes.reshape(-1, 64) != want_codes).sum())
+        assert torch.equal(scales.view(torch.uint8).reshape(-1, 8), want_scales.view(torch.uint8))
+        assert torch.equal(lse4, lse)
+    finally:
+        ops.clear_launch_cache()
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("path", GPU_PATHS)
 @pytest.mark.parametrize(
     "dtype, d, causal, window, sink, shape",

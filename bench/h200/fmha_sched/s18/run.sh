@@ -9,6 +9,7 @@
 #   STEP=c  WIDE_KEY_PINGPONG's GPU tests; the wide tiles with it from 8192 and from 4096 keys
 #   STEP=suite  every GPU test (gpu_suite.sh) with WIDE_KEY_TILES and WIDE_KEY_PINGPONG on
 #   STEP=nvfp4  is the NVFP4 output bit-identical where the bf16 call takes another build
+#   STEP=d  after ops' fix (the NVFP4 output through the bf16 call where that call computes otherwise)
 #   STEP=peers  the whole peers run into a copy of results.json (FA3 installed)
 : "${OUT:?set OUT}"; mkdir -p "$OUT"
 case "$STEP" in
@@ -35,6 +36,9 @@ suite)
   OUT="$OUT/suite" TEST_TIMEOUT=400 bash bench/h200/gpu_suite.sh ;;
 nvfp4)
   timeout 200 python3 bench/h200/fmha_sched/s18/nvfp4_identity.py > "$OUT/nvfp4_identity.log" 2>&1; cat "$OUT/nvfp4_identity.log" ;;
+d)
+  timeout 300 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_fmha.py -k "nvfp4_out" > "$OUT/d_tests.log" 2>&1; tail -5 "$OUT/d_tests.log"
+  timeout 200 python3 bench/h200/fmha_sched/s18/nvfp4_identity.py > "$OUT/nvfp4_identity_d.log" 2>&1; cat "$OUT/nvfp4_identity_d.log" ;;
 peers)
   # FA3 first: carry .dev/fa3, then pip install --no-deps --target /tmp/site .dev/fa3/*.whl
   mkdir -p "$OUT/r" && cp bench/results.json "$OUT/r/results.json"  # (fmha_peers merges its fmha_* entries into it)
