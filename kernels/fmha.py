@@ -735,7 +735,9 @@ def attention(
     input's dtype, bf16 or fp16) or "fp16"/"float16"/"bfloat16" (must match the input);
     "nvfp4": out is (codes uint8 [B, Sq, Hq, D/2], scales float8_e4m3fn [B, Sq, Hq, D/16],
     global_scale f32 0-d) as `kernels.nvfp4.quantize` makes them, from the epilogue
-    (both paths), bit-identical to quantizing the bf16/fp16 output; `global_scale`
+    (both paths), bit-identical to quantizing the bf16/fp16 output (where the bf16 call
+    computes O otherwise, by a split-KV plan or the tail split's pieces, it is that output
+    through `nvfp4.quantize`: the same bits, two kernels); `global_scale`
     defaults to 448*6/amax(|v|), a bound that holds for O (each row of O is a convex
     combination of rows of v, less with a sink), so no block scale saturates. exp2_on_fma: share of the
     score exp2s computed on the FMA units (0..1, default EXP2_FMA_FRACTION = 0: all MUFU);

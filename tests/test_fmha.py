@@ -1092,10 +1092,11 @@ def test_wide_key_tiles_config(monkeypatch):
 
 
 def test_nvfp4_output_keeps_the_bf16_outputs_tile():
-    """out_format="nvfp4" is bit-identical to quantizing the bf16 output only while both builds
-    of a call do the same arithmetic: with the default knobs the NVFP4 build's tile is the bf16
-    build's for every head dim, mask and key count (session 18 turned WIDE_KEY_TILES on, whose
-    128 x 192 the NVFP4 build cannot take, and the GPU peers' run found 2x16x8192x128 differing)."""
+    """out_format="nvfp4" is fused only where the bf16 call does the same arithmetic (elsewhere
+    ops quantizes the bf16 output to keep the bits): with the default knobs the NVFP4 build's
+    tile is the bf16 build's for every head dim, mask and key count, so the fused epilogue is
+    what runs (session 18 turned WIDE_KEY_TILES on, whose 128 x 192 the NVFP4 build cannot
+    take, and the GPU peers' run found 2x16x8192x128 differing; off again)."""
     sm90 = _fmha().fmha_sm90
     for d in (64, 128):
         for masked in (False, True):
