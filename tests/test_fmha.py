@@ -1107,6 +1107,42 @@ def test_nvfp4_output_keeps_the_bf16_outputs_tile():
                 assert bf16[:2] == fp4[:2], f"D={d}, masked {masked}, Sk={sk}: bf16 {bf16[:2]}, NVFP4 {fp4[:2]}"
 
 
+def test_nvfp4_output_goes_through_the_bf16_call_where_that_call_computes_otherwise(monkeypatch):
+    """ops' choice, without a GPU (sm_90a, 132 SMs, path "wgmma"): the shapes where the H200 showed
+    the fused NVFP4 output differing from quantize() of the bf16 output (s18: 1x32x16384x128 with
+    the tail split; 2x16x8192x128 with WIDE_KEY_TILES on) go through the bf16 call; 2x16x8192x128
+    with the defaults (identical there), a mask (no tail split, no wide tile) and the mma_sync
+    path (one build) stay fused."""
+    import types
+
+    torch = pytest.importorskip("torch")
+    fmha = _fmha()
+    from kernels import ops
+
+    sm90 = fmha.fmha_sm90
+    monkeypatch.setattr(ops, "_arch", lambda device: "sm_90a")
+    monkeypatch.setattr(sm90, "sm_count", lambda: 132)
+
+    def differs(b, s, h, d=128, right=-1, path="wgmma"):
+        q = types.SimpleNamespace(dtype=torch.bfloat16, shape=(b, s, h, d), get_device=lambda: 0)
+        return ops._bf16_call_differs(q, b, s, s, h, h, False, -1, right, path, None, None)
+
+    ops.clear_launch_cache()
+    try:
+        assert differs(1, 16384, 32)  # (the tail split cuts its last round's tiles)
+        assert not differs(2, 8192, 16) and not differs(4, 4096, 16, d=64)
+        assert not differs(1, 16384, 32, right=0)  # (causal: no tail split)
+        assert not differs(1, 16384, 32, path="mma_sync")
+        monkeypatch.setattr(sm90, "TAIL_SPLIT", False)
+        ops.clear_launch_cache()
+        assert not differs(1, 16384, 32)
+        monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {128: (128, 192)})
+        ops.clear_launch_cache()
+        assert differs(2, 8192, 16) and not differs(2, 8191, 16) and not differs(2, 8192, 16, right=0)
+    finally:
+        ops.clear_launch_cache()
+
+
 @pytest.mark.gpu
 def test_gpu_o_direct(monkeypatch):
     """O_DIRECT: at 128 x 128 the same bits as O through shared memory (only the path out
