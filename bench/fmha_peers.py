@@ -251,6 +251,10 @@ VARIANTS = {
     "fa3_loop128": {"LATE_RESCALE": True, "V_WAIT_LATE": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
     # the packed split-KV (decode) kernel at FA3's 128 x 176 (it has no O buffer: 208 KB fits)
     "split176": {"SPLIT_TILES": {64: (128, 128), 128: (128, 176)}},
+    # session 19: the split's wider tiles with the scheduler barrier (the unpacked 128 x 192 gains with it)
+    "split192_pp": {"SPLIT_TILES": {64: (128, 128), 128: (128, 192)}, "SPLIT_PINGPONG": True},
+    "split176_pp": {"SPLIT_TILES": {64: (128, 128), 128: (128, 176)}, "SPLIT_PINGPONG": True},
+    "split_pp": {"SPLIT_PINGPONG": True},
     # the split-KV combine as a programmatic dependent launch, allowed at the split CTAs' start
     # (session 6's) or once each CTA's producer has issued its last load
     "pdl_start": {"fmha_decode.COMBINE_PDL": True, "fmha_decode.PDL_TRIGGER": "start"},
@@ -326,6 +330,25 @@ VARIANTS = {
     # the wider tile only for calls with at least WIDE_KEYS_MIN (8192) keys (with O_DIRECT: config_for)
     **{f"wide{n}": {"WIDE_KEY_TILES": {128: (128, n)}, "WIDE_KEY_PINGPONG": None} for n in (160, 176, 192)},
     "no_wide": {"WIDE_KEY_TILES": {}},  # (128 x 128 whatever the keys: the default)
+    # session 19: FA3's whole order at D=128 (hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp with
+    # IntraWGOverlap, hdim 128: the scheduler barrier around the S and P V issues, V waited for
+    # inside the turn, O rescaled after the P V is complete), never timed together: each alone
+    # lost (pp128 s18, LATE_RESCALE and V_WAIT_LATE s11/w7, s9/ka2)
+    "fa3_order128": {"PINGPONG": _PP128, "LATE_RESCALE": {(64, False): True, (64, True): True, (128, False): True, (128, True): True},
+                     "V_WAIT_LATE": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
+    "fa3_order_causal": {"PINGPONG": {(64, False): True, (64, True): True, (128, False): False, (128, True): True},
+                         "V_WAIT_LATE": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
+    "pp_causal": {"PINGPONG": {(64, False): True, (64, True): True, (128, False): False, (128, True): True}},
+    "wide192_fa3": {"WIDE_KEY_TILES": {128: (128, 192)}, "WIDE_KEY_PINGPONG": True,
+                    "LATE_RESCALE": {(64, False): True, (64, True): True, (128, False): True, (128, True): True},
+                    "V_WAIT_LATE": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
+    # O through Q's buffer (O_IN_Q, a stage a consumer warpgroup) instead of O_DIRECT in the wide build
+    "wide192_oq": {"WIDE_KEY_TILES": {128: (128, 192)}, "WIDE_KEY_PINGPONG": True, "WIDE_KEY_O_IN_Q": True},
+    "wide192_oq_nopp": {"WIDE_KEY_TILES": {128: (128, 192)}, "WIDE_KEY_PINGPONG": False, "WIDE_KEY_O_IN_Q": True},
+    # and at 128 x 128 (O_IN_Q there: one Q buffer instead of two, no O buffer): what the alias costs
+    "oq128": {"O_IN_Q": {(64, False): False, (64, True): False, (128, False): True, (128, True): False}},
+    "wide192_pp_late": {"WIDE_KEY_TILES": {128: (128, 192)}, "WIDE_KEY_PINGPONG": True,
+                        "LATE_RESCALE": {(64, False): True, (64, True): True, (128, False): True, (128, True): True}},
 }
 
 

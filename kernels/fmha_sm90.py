@@ -99,13 +99,12 @@ TILE_OVERRIDE = None  # (BLOCK_M, BLOCK_N) for every configuration: the knob swe
 # (WIDE_KEY_PINGPONG, below) 192 is ahead at 8192 keys (s18/r, the peers' run with it on:
 # 2x16x8192x128 731.2 against FA3's 740.6, 0.987 where 128 x 128 is 0.974; 1x32x16384 0.998);
 # from 4096 keys it loses (s18/c: 4x16x4096x128 701.5, 700.3 against 709.9, 708.1; 176 687-688).
-# Empty all the same: the NVFP4 output keeps 128 x 128 (its epilogue needs O's buffer, which
-# does not fit beside 192's K/V stages), so with the wide tile on, out_format="nvfp4" is no
-# longer bit-identical to quantize(attention(...)) from 8192 keys (s18/r: False at
-# 2x16x8192x128), which fmha.attention promises. Since then ops keeps the promise by itself
-# (where the bf16 call's build differs, the NVFP4 output is quantize() of it: two kernels), so
-# turning this on is safe but un-fuses the NVFP4 output from 8192 keys: not yet timed that way.
-WIDE_KEY_TILES = {}
+# The NVFP4 output keeps 128 x 128 (its epilogue needs O's buffer, which does not fit beside
+# 192's K/V stages); where the bf16 call takes the wide tile, ops gives the NVFP4 output as
+# quantize() of that call's output (two kernels, the promised bits: s18/r found the fused build
+# differing at 2x16x8192x128 before ops did so), which s18/r also timed faster than the fused
+# 128 x 128 build there (1.538 against 1.576 ms). On since session 19 (its peers run, s19).
+WIDE_KEY_TILES = {128: (128, 192)}
 WIDE_KEYS_MIN = 8192
 # the wide-key build's scheduler barrier (PINGPONG's, for that build alone; None: PINGPONG's
 # value). ncu (s18/n, 2x16x8192x128): the 192-wide build issues 9% fewer instructions than the
@@ -307,6 +306,19 @@ O_IN_V = False
 # 16384 641 / 681-682; so the cost is outside the loop. s16/diag.py (not run yet) times it with
 # the global stores skipped at run time.
 O_DIRECT = False
+# O through the tile's own Q buffer (with TMA_STORE, the bf16/fp16 output): Q's shared memory
+# laid out as one 64-row stage a consumer warpgroup (O's TMA-store stage layout), each stage
+# loaded by a TMA load of its own and waited for by its warpgroup alone; once a warpgroup's S
+# wgmmas of the tile are complete its Q rows are dead, so its O goes into them, leaves by its
+# TMA store, and the warpgroup's storing thread releases the stage once that store has read
+# it. No O buffer and no cross-warpgroup meeting (O_IN_V's cost with the scheduler barrier), at
+# the price of a single Q buffer that the next tile's Q waits for. For the wide tiles
+# (WIDE_KEY_TILES: 128 x 192 fits with it, 224 KB) instead of O_DIRECT, whose 128 x 128 build is
+# 5-7% slower than the TMA store for reasons not found (RESULTS.md, sessions 14-18). A bool or a
+# dict like TILES, for the builds of TILES; the wide build's is WIDE_KEY_O_IN_Q.
+O_IN_Q = False
+# the wide build (WIDE_KEY_TILES) with O_IN_Q instead of O_DIRECT
+WIDE_KEY_O_IN_Q = False
 # the producer's load order: False, a tile's Q, then K and V of each key block in turn; True,
 # FA3's order with its intra-warpgroup overlap (hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp): the
 # tile's first K, then Q, then K of each block before the V of the block before it, the order in
@@ -579,7 +591,7 @@ class _FmhaSm90:
             self.mask_loops, self.section_bytes, self.p_smem, self.late_rescale, self.interleaved, self.mask_relative,
             self.stmatrix, tma_store, self.k_ahead, self.v_wait_late, self.cache_hints, self.q_stages, self.cluster,
             nvfp4_offload, nvfp4_fallback, o_in_v, self.rescale_threshold, self.trace, tail_split,
-            self.p_convert_next, o_direct,
+            self.p_convert_next, o_direct, o_in_q,
         ) = config  # fmt: skip
         self.conditional_rescale = self.rescale_threshold is not None  # RESCALE_THRESHOLD: O's rescale under a warp vote
         # NVFP4_OFFLOAD: O's quantization by QUANTIZER_THREADS of the producer warpgroup (nvfp4_out only)
@@ -592,6 +604,10 @@ class _FmhaSm90:
         self.o_direct = o_direct and not nvfp4_out and not group  # O_DIRECT: O from registers to global memory
         self.tma_store = tma_store and not nvfp4_out and not group and not self.o_direct  # (TMA_STORE: the bf16/fp16 output only)
         self.o_in_v = bool(o_in_v) and self.tma_store  # O_IN_V: O's buffer over V's ring
+        # O_IN_Q: O through each consumer warpgroup's stage of the (single) Q buffer; Q's pipeline
+        # then has a stage a warpgroup (its rows), each released by that warpgroup's storing thread
+        self.o_in_q = bool(o_in_q) and self.tma_store and not self.o_in_v
+        self.q_pipe_stages = self.block_m // 64 if self.o_in_q else self.q_stages
         self.o_last_v = self.o_in_v and o_in_v == "last_v"  # (in the stage of the tile's last V)
         self.persistent = self.max_ctas < 2**31 - 1
         # TAIL_SPLIT: the last partial round's tiles in pieces along the keys (a launch of their
@@ -681,12 +697,12 @@ class _FmhaSm90:
         handoffs = self.consumer_wgs if self.offload else 0  # NVFP4_OFFLOAD: one O hand-over a consumer warpgroup
         fields = self.handoff_fields
         o_free = 2 if self.o_in_v else 0  # O_IN_V: the mbarriers O's readers arrive at, by tile parity
-        o_elems = 0 if self.o_in_v or self.o_direct else cute.cosize(sQ_layout)  # (O_IN_V: O lives in V's ring; O_DIRECT: nowhere)
+        o_elems = 0 if self.o_in_v or self.o_direct or self.o_in_q else cute.cosize(sQ_layout)  # (O_IN_V: O lives in V's ring; O_IN_Q in Q's; O_DIRECT: nowhere)
         trace_words = 1 if self.trace else 0
 
         @cute.struct
         class Smem:
-            bar_q: cute.struct.MemRange[cutlass.Int64, 2 * q_stages]
+            bar_q: cute.struct.MemRange[cutlass.Int64, 2 * self.q_pipe_stages]
             bar_k: cute.struct.MemRange[cutlass.Int64, 2 * stages]
             bar_v: cute.struct.MemRange[cutlass.Int64, 2 * stages]
             next_tile: cute.struct.MemRange[I32, 2]  # ORDER "dynamic": the producer's hand-over
@@ -703,7 +719,7 @@ class _FmhaSm90:
 
             @cute.struct
             class Smem:  # noqa: F811 (the same, and P's tile)
-                bar_q: cute.struct.MemRange[cutlass.Int64, 2 * q_stages]
+                bar_q: cute.struct.MemRange[cutlass.Int64, 2 * self.q_pipe_stages]
                 bar_k: cute.struct.MemRange[cutlass.Int64, 2 * stages]
                 bar_v: cute.struct.MemRange[cutlass.Int64, 2 * stages]
                 next_tile: cute.struct.MemRange[I32, 2]
@@ -823,7 +839,11 @@ class _FmhaSm90:
         d, dt = self.d, self.dtype
         sQ_layout = _smem_layout(dt, self.block_m, d)
         sKV_layout = _smem_layout(dt, self.block_n, d, self.stages)
-        q_load = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mQ, sQ_layout, (self.block_m, d))
+        if cutlass.const_expr(self.o_in_q):
+            # a load a consumer warpgroup: its 64 rows into its own stage (O_IN_Q's layout of Q)
+            q_load = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mQ, cute.select(self.o_stages(), mode=[0, 1]), (64, d))
+        else:
+            q_load = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mQ, sQ_layout, (self.block_m, d))
         k_load, v_load = self.kv_loads(mK, mV, sKV_layout, 1)
         mma_qk = sm90.make_trivial_tiled_mma(
             dt, dt, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.K, F32, (self.consumer_wgs, 1, 1), (64, self.block_n)
@@ -916,6 +936,16 @@ class _FmhaSm90:
         sQ_ring = _smem_layout(self.dtype, self.block_m, d, self.q_stages)  # (M, D, Q_STAGES)
         sQ = storage.q.get_tensor(sQ_ring.outer, swizzle=sQ_ring.inner)
         sO = sQ  # (packed split: no O buffer, the partials go out from registers)
+        sQ_loads = sQ  # what the producer's Q loads fill: (M, D, Q_STAGES), or with O_IN_Q (64, D, warpgroup)
+        if cutlass.const_expr(self.o_in_q):
+            # one buffer as a 64-row stage a consumer warpgroup, O's TMA-store layout; the MMAs see it
+            # as (M, D, 1), M = (64, warpgroup): warpgroup w's rows are stage w
+            staged = self.o_stages()
+            sQ_loads = storage.q.get_tensor(staged.outer, swizzle=staged.inner)
+            shape, stride = staged.outer.shape, staged.outer.stride
+            m_view = cute.make_layout(((shape[0], shape[2]), shape[1], 1), stride=((stride[0], stride[2]), stride[1], 0))
+            sQ = storage.q.get_tensor(m_view, swizzle=staged.inner)
+            sO = sQ_loads
         o_free = None  # O_IN_V: the mbarriers of O's stores having read it, tile k's at o_free + k % 2 (the producer waits on them)
         if cutlass.const_expr(self.o_in_v):
             sO = storage.v.get_tensor(self.o_stages().outer, swizzle=self.o_stages().inner)  # (64, D, warpgroup) over V's ring
@@ -928,6 +958,8 @@ class _FmhaSm90:
                 for parity in cutlass.range_constexpr(2):
                     cute.arch.mbarrier_init(o_free + parity, self.consumer_wgs)  # each consumer warpgroup's storing thread
                 cute.arch.mbarrier_init_fence()  # (the pipelines' creation below synchronizes the CTA)
+        elif cutlass.const_expr(self.o_in_q):
+            pass  # (sO: Q's stages, above)
         elif cutlass.const_expr(self.tma_store):
             sO = storage.o.get_tensor(self.o_stages().outer, swizzle=self.o_stages().inner)  # (64, D, warpgroup)
         elif cutlass.const_expr(not self.group and not self.o_direct):
@@ -961,9 +993,11 @@ class _FmhaSm90:
             kv_consumers = pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_wgs * 4 * cluster)
             kv_ctas = cute.make_layout((1, cluster, 1, 1))
         tile_bytes = cute.size_in_bytes(self.dtype, cute.select(sKV_layout, mode=[0, 1]))
+        # (O_IN_Q: a stage a consumer warpgroup, released by its storing thread once its O has left)
         pipe_q = pipeline.PipelineTmaAsync.create(
-            barrier_storage=storage.bar_q.data_ptr(), num_stages=self.q_stages, producer_group=producer, consumer_group=consumers,
-            tx_count=cute.size_in_bytes(self.dtype, sQ_layout),
+            barrier_storage=storage.bar_q.data_ptr(), num_stages=self.q_pipe_stages, producer_group=producer,
+            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 1) if self.o_in_q else consumers,
+            tx_count=cute.size_in_bytes(self.dtype, sQ_layout) // (self.consumer_wgs if self.o_in_q else 1),
         )  # fmt: skip
         pipe_k = pipeline.PipelineTmaAsync.create(
             barrier_storage=storage.bar_k.data_ptr(), num_stages=self.stages, producer_group=producer,
@@ -978,10 +1012,10 @@ class _FmhaSm90:
             # --- producer: one warp issues the TMA loads -----------------------------------
             cute.arch.setmaxregister_decrease(self.producer_regs)
             if warp == 0:
-                q_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.q_stages)
+                q_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.q_pipe_stages)
                 state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
                 load = functools.partial(
-                    self.load_tile, m_tiles, num_splits, mQ, mK, mV, tma_q, tma_k, tma_v, sQ, sK, sV, pipe_q, pipe_k, pipe_v,
+                    self.load_tile, m_tiles, num_splits, mQ, mK, mV, tma_q, tma_k, tma_v, sQ_loads, sK, sV, pipe_q, pipe_k, pipe_v,
                     left, right, rank, cluster, o_free, tail,
                 )  # fmt: skip
                 if cutlass.const_expr(self.dynamic):
@@ -1110,7 +1144,10 @@ class _FmhaSm90:
         d = self.d
         tiles_before = q_state.count  # (O_IN_V: this CTA's tiles loaded before this one)
         m_block, head, batch, kv_head, n_block_max, n_blocks, _ = self.tile_coords(tile, m_tiles, num_splits, mQ, mK, left, right, tail)
-        gQ = cute.local_tile(mQ[None, None, head, batch], (self.block_m, d), (m_block, 0))
+        if cutlass.const_expr(self.o_in_q):
+            gQ = cute.local_tile(mQ[None, None, head, batch], (64, d), (None, 0))  # (64, D, 64-row tiles): a load a warpgroup
+        else:
+            gQ = cute.local_tile(mQ[None, None, head, batch], (self.block_m, d), (m_block, 0))
         gK = cute.local_tile(mK[None, None, kv_head, batch], (self.block_n, d), (None, 0))
         gV = cute.local_tile(mV[None, None, kv_head, batch], (self.block_n, d), (None, 0))
         one = cute.make_layout(1)
@@ -1121,12 +1158,11 @@ class _FmhaSm90:
         tVs, tVg = cpasync.tma_partition(tma_v, kv_rank, kv_ctas, cute.group_modes(sV, 0, 2), cute.group_modes(gV, 0, 2))
         q_hint = {"cache_policy": cutlass.Int64(_EVICT_FIRST)} if cutlass.const_expr(self.cache_hints) else {}
         kv_hint = {"cache_policy": cutlass.Int64(_EVICT_LAST)} if cutlass.const_expr(self.cache_hints) else {}
+        load_q = functools.partial(self.load_q, tma_q, tQg, tQs, pipe_q, m_block, q_hint)
         if cutlass.const_expr(cluster > 1):
             kv_hint["mcast_mask"] = cutlass.Int16((1 << cluster) - 1)
         if cutlass.const_expr(not self.k_ahead):
-            pipe_q.producer_acquire(q_state)
-            cute.copy(tma_q, tQg, tQs[None, q_state.index], tma_bar_ptr=pipe_q.producer_get_barrier(q_state), **q_hint)
-            q_state.advance()
+            q_state = load_q(q_state)
             if cutlass.const_expr(not self.o_last_v):
                 self.wait_o_stored(o_free, tiles_before)
             for it in cutlass.range(n_blocks, unroll=1):
@@ -1150,9 +1186,7 @@ class _FmhaSm90:
             if n_blocks > 0:
                 pipe_k.producer_acquire(state)
                 cute.copy(tma_k, tKg[None, n_block_max - 1], tKs[None, state.index], tma_bar_ptr=pipe_k.producer_get_barrier(state), **kv_hint)
-            pipe_q.producer_acquire(q_state)
-            cute.copy(tma_q, tQg, tQs[None, q_state.index], tma_bar_ptr=pipe_q.producer_get_barrier(q_state), **q_hint)
-            q_state.advance()
+            q_state = load_q(q_state)
             if cutlass.const_expr(not self.o_last_v):
                 self.wait_o_stored(o_free, tiles_before)
             for it in cutlass.range(1, n_blocks, unroll=1):
@@ -1176,6 +1210,22 @@ class _FmhaSm90:
                 if n_blocks < 2:
                     self.wait_o_stored(o_free, tiles_before)  # (every tile waits once, before the next tile's loads)
         return q_state, state
+
+    @cute.jit
+    def load_q(self, tma_q: cute.CopyAtom, tQg: cute.Tensor, tQs: cute.Tensor, pipe_q, m_block: I32, q_hint: dict, q_state):
+        """A tile's Q into its buffer once the consumers are done with the last one in it; with
+        O_IN_Q a load a consumer warpgroup, its 64 rows into its stage once that warpgroup's last
+        O has left it (Q's pipeline has a stage a warpgroup then: a tile takes each once)."""
+        if cutlass.const_expr(self.o_in_q):
+            for w in cutlass.range_constexpr(self.consumer_wgs):
+                pipe_q.producer_acquire(q_state)
+                cute.copy(tma_q, tQg[None, m_block * self.consumer_wgs + w], tQs[None, w], tma_bar_ptr=pipe_q.producer_get_barrier(q_state), **q_hint)
+                q_state.advance()
+        else:
+            pipe_q.producer_acquire(q_state)
+            cute.copy(tma_q, tQg, tQs[None, q_state.index], tma_bar_ptr=pipe_q.producer_get_barrier(q_state), **q_hint)
+            q_state.advance()
+        return q_state
 
     @cute.jit
     def wait_o_stored(self, o_free, tiles_before: I32):
@@ -1256,7 +1306,7 @@ class _FmhaSm90:
         if cutlass.const_expr(self.o_in_v):
             o_free_tile = o_free + q_state.count % 2  # (q_state.count: this warpgroup's tiles before this one)
         tSrQ = tSrQ[None, None, None, q_state.index]  # this tile's Q buffer
-        pipe_q.consumer_wait(q_state)
+        pipe_q.consumer_wait(self.q_stage(q_state, wg))  # (O_IN_Q: this warpgroup's rows)
         next_tile = tile  # (static orders: the caller's loop knows)
         if n_blocks > 0:
             # the first (last-in-sequence) block: S and softmax; its P V goes with the next S
@@ -1322,7 +1372,7 @@ class _FmhaSm90:
         sQ_tile = None
         if cutlass.const_expr(self.fallback):
             sQ_tile = handoff[2][None, None, q_state.index]
-        else:
+        elif cutlass.const_expr(not self.o_in_q):
             pipe_q.consumer_release(q_state)
             q_state.advance()
         if cutlass.const_expr(self.group):
@@ -1342,7 +1392,22 @@ class _FmhaSm90:
             cute.arch.sync_warp()  # (every lane's, before its warp's arrive)
             pipe_q.consumer_release(q_state)
             q_state.advance()
+        if cutlass.const_expr(self.o_in_q):
+            # O_IN_Q: this warpgroup's O left through its Q rows; the storing thread (the one that
+            # issued the TMA store) frees them for the next Q once the store has read them
+            if ct % 128 == 0:
+                if cutlass.const_expr(not self.tail_pieces):  # (a piece's partials go out from registers)
+                    cute.arch.cp_async_bulk_wait_group(0, read=True)
+                pipe_q.consumer_release(self.q_stage(q_state, wg))
+            q_state.advance()
         return q_state, state, next_tile
+
+    def q_stage(self, q_state, wg: I32):
+        """The Q pipeline's state for this consumer warpgroup's tile: q_state itself, or with
+        O_IN_Q (a stage a warpgroup, each taken once a tile) its own stage at the tile's phase."""
+        if not self.o_in_q:
+            return q_state
+        return pipeline.PipelineState(self.q_pipe_stages, q_state.count, wg, q_state.phase)
 
     @cute.jit
     def scheduled(self, tile: I32, first_tile: I32, ctas: I32, n_tiles: I32) -> I32:
@@ -2226,6 +2291,7 @@ class Config(NamedTuple):
     tail_split: bool | str = False  # TAIL_SPLIT: False, or how the pieces and the combine launch ("plain"; PDL: TAIL_PIECES_TRIGGER's "start" or "last_load")
     p_convert_next: bool = False  # P_CONVERT_NEXT (with INTRA_WG_OVERLAP, P in registers)
     o_direct: bool = False  # O_DIRECT (the bf16/fp16 output only)
+    o_in_q: bool = False  # O_IN_Q (with TMA_STORE, the bf16/fp16 output only; one Q buffer, a stage a consumer warpgroup)
 
 
 def _per_config(knob, head_dim: int, masked: bool):
@@ -2267,8 +2333,11 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
         raise ValueError(f"Q_STAGES must be 1 or 2 (or a dict of them like TILES), not {Q_STAGES!r}")
     p_smem = bool(_per_config(P_SMEM, head_dim, masked))
 
-    o_direct = (bool(_per_config(O_DIRECT, head_dim, masked)) or wide is not None) and not nvfp4_out
+    o_in_q = bool(WIDE_KEY_O_IN_Q if wide is not None else _per_config(O_IN_Q, head_dim, masked)) and not nvfp4_out
+    o_direct = (bool(_per_config(O_DIRECT, head_dim, masked)) or (wide is not None and not o_in_q)) and not nvfp4_out
     tma_store = bool(_per_config(TMA_STORE, head_dim, masked)) and not o_direct
+    if o_in_q and not tma_store:
+        raise ValueError("O_IN_Q stores O by TMA from Q's buffer: it takes TMA_STORE (and not O_DIRECT) for the configuration")
     o_in_v = _per_config(O_IN_V, head_dim, masked)
     if o_in_v not in (False, True, "last_v"):
         raise ValueError(f"O_IN_V must be False, True or 'last_v' (or a dict of them like TILES), not {O_IN_V!r}")
@@ -2280,7 +2349,7 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
 
     def smem_bytes(q_buffers: int) -> int:
         """Barriers (the first kilobyte), Q's buffers, O (unless O_IN_V or O_DIRECT), the K and V rings, P's tile (P_SMEM)."""
-        o_buffers = 0 if o_in_v or o_direct else 1
+        o_buffers = 0 if o_in_v or o_direct or o_in_q else 1
         return (
             1024 + (q_buffers + o_buffers) * block_m * head_dim * 2 + 2 * stages * block_n * head_dim * 2
             + (block_m * block_n * 2 if p_smem else 0)
@@ -2300,6 +2369,8 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
         raise ValueError(f"NVFP4_OFFLOAD_FALLBACK must be False, True or 'always' (or a dict of them like TILES), not {NVFP4_OFFLOAD_FALLBACK!r}")
     if cluster > 1 and o_in_v:
         raise ValueError("O_IN_V takes CLUSTER = 1: the other CTA's multicast V loads would land on O before this CTA has stored it")
+    if o_in_q and (o_in_v or cluster > 1):
+        raise ValueError("O_IN_Q takes O_IN_V = False and CLUSTER = 1")
     if cluster > 1 and persistent and order == "dynamic":
         raise ValueError("CLUSTER > 1 takes a static ORDER ('stride' or 'snake'): the dynamic order draws a tile per CTA, not per cluster")
     tail_split = bool(_per_config(TAIL_SPLIT, head_dim, masked)) and not masked and persistent and order != "dynamic"
@@ -2307,8 +2378,8 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
     if TAIL_PIECES_TRIGGER not in ("start", "last_load"):
         raise ValueError(f"TAIL_PIECES_TRIGGER must be 'start' or 'last_load', not {TAIL_PIECES_TRIGGER!r}")
     tail_split = (TAIL_PIECES_TRIGGER if TAIL_COMBINE_PDL else "plain") if tail_split else False  # (how the pieces and the combine launch)
-    if q_stages == 2 and smem_bytes(2) > SHARED_MEMORY_BYTES:
-        q_stages = 1  # a second Q buffer only where it fits (not beside the wider tiles: 128 x 160 at D=128)
+    if q_stages == 2 and (o_in_q or smem_bytes(2) > SHARED_MEMORY_BYTES):
+        q_stages = 1  # a second Q buffer only where it fits (not beside the wider tiles: 128 x 160 at D=128), never with O in it
     smem = smem_bytes(q_stages)
     if smem > SHARED_MEMORY_BYTES:
         raise ValueError(
@@ -2337,6 +2408,7 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
         tail_split,
         INTRA_WG_OVERLAP and not p_smem and bool(_per_config(P_CONVERT_NEXT, head_dim, masked)),
         o_direct,
+        o_in_q,
     )  # fmt: skip
 
 
@@ -2449,6 +2521,11 @@ SPLIT_COMBINE_PDL_MAX = 2
 # every block rescales. 8.0 (s12/f, three passes, TFLOP/s, against None): Sq=16 Sk=4096 242-243 /
 # 248-249, Sq=16 Sk=32768 330-331 / 324-325, Sq=64 538-539 / 550; and RESCALE_THRESHOLD's error. Off.
 SPLIT_RESCALE_THRESHOLD = None
+# FA3's scheduler barrier (PINGPONG) in the packed split-KV kernel: its two consumer warpgroups
+# take turns issuing their wgmmas. The unpacked kernel's 128 x 192 build gains from it where its
+# 128 x 128 build loses (WIDE_KEY_PINGPONG); the split's partials go out from registers, so a
+# 128 x 192 SPLIT_TILES fits beside Q and two K/V stages (224 KB) as it is.
+SPLIT_PINGPONG = False
 
 
 def choose_splits(
@@ -2503,7 +2580,7 @@ def compile_packed_split(
     block_m, block_n = SPLIT_TILES[head_dim]
     masked = has_left or has_right
     config = Config(
-        block_m, block_n, SPLIT_STAGES, INTRA_WG_OVERLAP, False, 2**31 - 1, 0, "stride", mask_loops(head_dim, masked),
+        block_m, block_n, SPLIT_STAGES, INTRA_WG_OVERLAP, bool(SPLIT_PINGPONG), 2**31 - 1, 0, "stride", mask_loops(head_dim, masked),
         k_ahead=bool(_per_config(K_AHEAD, head_dim, masked)), cache_hints=bool(_per_config(CACHE_HINTS, head_dim, masked)),
         rescale_threshold=SPLIT_RESCALE_THRESHOLD,
     )  # fmt: skip

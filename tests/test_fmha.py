@@ -1091,20 +1091,37 @@ def test_wide_key_tiles_config(monkeypatch):
         sm90.config_for(128, False, False, False, True)
 
 
-def test_nvfp4_output_keeps_the_bf16_outputs_tile():
-    """out_format="nvfp4" is fused only where the bf16 call does the same arithmetic (elsewhere
-    ops quantizes the bf16 output to keep the bits): with the default knobs the NVFP4 build's
-    tile is the bf16 build's for every head dim, mask and key count, so the fused epilogue is
-    what runs (session 18 turned WIDE_KEY_TILES on, whose 128 x 192 the NVFP4 build cannot
-    take, and the GPU peers' run found 2x16x8192x128 differing; off again)."""
+def test_nvfp4_output_is_fused_only_where_the_bf16_build_is_its_tile(monkeypatch):
+    """out_format="nvfp4" is fused only where the bf16 call does the same arithmetic: with the
+    default knobs, for every head dim, mask and key count, either the NVFP4 build's tile is the
+    bf16 build's, or ops sends the NVFP4 output through the bf16 call (session 18 turned
+    WIDE_KEY_TILES on, whose 128 x 192 the NVFP4 build cannot take, and the GPU peers' run found
+    2x16x8192x128 differing before ops did so). Without a GPU: sm_90a, 132 SMs, path "wgmma"."""
+    import types
+
+    torch = pytest.importorskip("torch")
     sm90 = _fmha().fmha_sm90
-    for d in (64, 128):
-        for masked in (False, True):
-            for sk in (1024, sm90.WIDE_KEYS_MIN, 1 << 20):
-                wide = sm90.wide_keys(d, sk)
-                bf16 = sm90.config_for(d, masked, masked, False, wide)
-                fp4 = sm90.config_for(d, masked, masked, True, wide)
-                assert bf16[:2] == fp4[:2], f"D={d}, masked {masked}, Sk={sk}: bf16 {bf16[:2]}, NVFP4 {fp4[:2]}"
+    from kernels import ops
+
+    monkeypatch.setattr(ops, "_arch", lambda device: "sm_90a")
+    monkeypatch.setattr(sm90, "sm_count", lambda: 132)
+    ops.clear_launch_cache()
+    try:
+        for d in (64, 128):
+            for masked in (False, True):
+                for sk in (1024, sm90.WIDE_KEYS_MIN, 1 << 20):
+                    wide = sm90.wide_keys(d, sk)
+                    bf16 = sm90.config_for(d, masked, masked, False, wide)
+                    fp4 = sm90.config_for(d, masked, masked, True, wide)
+                    if bf16[:2] == fp4[:2]:
+                        continue
+                    q = types.SimpleNamespace(dtype=torch.bfloat16, shape=(1, sk, 8, d), get_device=lambda: 0)
+                    limit = 0 if masked else -1  # (a window with both limits, as config_for was asked)
+                    assert ops._bf16_call_differs(q, 1, sk, sk, 8, 8, False, limit, limit, "wgmma", None, None), (
+                        f"D={d}, masked {masked}, Sk={sk}: bf16 {bf16[:2]}, NVFP4 {fp4[:2]}, and ops would fuse"
+                    )
+    finally:
+        ops.clear_launch_cache()
 
 
 def test_nvfp4_output_goes_through_the_bf16_call_where_that_call_computes_otherwise(monkeypatch):
@@ -1127,6 +1144,7 @@ def test_nvfp4_output_goes_through_the_bf16_call_where_that_call_computes_otherw
         q = types.SimpleNamespace(dtype=torch.bfloat16, shape=(b, s, h, d), get_device=lambda: 0)
         return ops._bf16_call_differs(q, b, s, s, h, h, False, -1, right, path, None, None)
 
+    monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {})  # (the wide tile: below)
     ops.clear_launch_cache()
     try:
         assert differs(1, 16384, 32)  # (the tail split cuts its last round's tiles)
@@ -1189,6 +1207,93 @@ def test_gpu_o_direct(monkeypatch):
         _check(torch, torch.bfloat16, 2, 1000, 8192, 8, 2, 128, path="wgmma", seed=6)
         _check(torch, torch.float16, 1, 4000, 9000, 4, 1, 128, False, (-1, -1), True, path="wgmma", seed=8)  # (GQA, sink, key tail)
         _check(torch, torch.bfloat16, 1, 300, 8191, 4, 4, 128, path="wgmma", seed=7)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d", [64, 128])
+def test_gpu_o_in_q(d, monkeypatch):
+    """O_IN_Q: O through each consumer warpgroup's stage of the one Q buffer, each stage loaded
+    and released by itself. The same arithmetic as O through its own buffer (only the ways of
+    Q in and O out differ), so the same bits: on many tiles a persistent CTA (the dynamic order
+    with a diagonal), one CTA per tile, GQA, key and query tails (the last tile's rows past Sq:
+    zeros loaded, nothing stored), fp16, causal, a window with a sink, the tail split's pieces
+    (the plan's fixed cost at 0 so that they are cut), three calls in a row; the wide tile
+    (WIDE_KEY_TILES, with and without its scheduler barrier) the same bits as with O_DIRECT."""
+    torch = _cuda()
+    _gpu_path(torch, "wgmma")
+    fmha = _fmha()
+    sm90 = fmha.fmha_sm90
+    monkeypatch.setattr(sm90, "TMA_STORE", True)  # (O_IN_Q stores by TMA; off by default with a diagonal at D=128)
+    monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {})
+    monkeypatch.setattr(sm90, "TAIL_LAUNCH_COST", 0.0)
+    sm90.tail_splits.cache_clear()
+    shapes = [
+        (4, 2048, 2048, 16, 16, torch.bfloat16, False, (-1, -1), False),
+        (3, 1000, 3000, 16, 4, torch.float16, False, (-1, -1), False),
+        (1, 777, 1100, 4, 1, torch.bfloat16, False, (-1, -1), False),
+        (2, 1000, 1100, 8, 2, torch.bfloat16, True, (-1, -1), False),
+        (1, 2048, 2048, 4, 4, torch.float16, False, (300, 40), True),
+        (1, 2048, 4096, 68, 68, torch.bfloat16, False, (-1, -1), False),  # (a short last round: the tail split's pieces)
+    ]
+    try:
+        for persistent in (True, False):
+            monkeypatch.setattr(sm90, "PERSISTENT", persistent)
+            for b, sq, sk, hq, hkv, dtype, causal, window, with_sink in shapes:
+                g = torch.Generator(device="cuda").manual_seed(sq + sk)
+                q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(dtype)
+                k, v = (torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(dtype) for _ in range(2))
+                sink = torch.randn(hq, device="cuda", generator=g) if with_sink else None
+                call = dict(causal=causal, window=window, sink=sink, return_lse=True, path="wgmma")
+                monkeypatch.setattr(sm90, "O_IN_Q", False)
+                want = fmha.attention(q, k, v, **call)
+                monkeypatch.setattr(sm90, "O_IN_Q", True)
+                for out, lse in [fmha.attention(q, k, v, **call) for _ in range(3)]:
+                    assert torch.equal(out, want[0]) and torch.equal(lse, want[1]), f"O_IN_Q differs at {(b, sq, sk, hq, hkv, causal, window)}, persistent {persistent}"
+        if d == 128:
+            monkeypatch.setattr(sm90, "PERSISTENT", True)
+            monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {128: (128, 192)})
+            for wide_pingpong in (False, True):
+                monkeypatch.setattr(sm90, "WIDE_KEY_PINGPONG", wide_pingpong)
+                for b, sq, sk, hq, hkv, dtype, with_sink in [(2, 1000, 8192, 8, 2, torch.bfloat16, False), (1, 4000, 9000, 4, 1, torch.float16, True)]:
+                    g = torch.Generator(device="cuda").manual_seed(sk)
+                    q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(dtype)
+                    k, v = (torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(dtype) for _ in range(2))
+                    sink = torch.randn(hq, device="cuda", generator=g) if with_sink else None
+                    monkeypatch.setattr(sm90, "WIDE_KEY_O_IN_Q", False)  # (the wide build with O_DIRECT)
+                    want = fmha.attention(q, k, v, sink=sink, return_lse=True, path="wgmma")
+                    monkeypatch.setattr(sm90, "WIDE_KEY_O_IN_Q", True)
+                    got = fmha.attention(q, k, v, sink=sink, return_lse=True, path="wgmma")
+                    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1]), f"wide O_IN_Q differs at {(b, sq, sk)}, pingpong {wide_pingpong}"
+                _check(torch, torch.bfloat16, 2, 1000, 8192, 8, 2, 128, path="wgmma", seed=6)
+    finally:
+        sm90.tail_splits.cache_clear()
+
+
+def test_wgmma_o_in_q_compiles(tmp_path, monkeypatch):
+    """O_IN_Q's PTX at D=128 (unmasked, 128 x 128 and the wide tile): Q loaded a consumer
+    warpgroup at a time (at 128 x 128 two more TMA loads than the default build, whose one
+    128-row load is two boxes of 64 columns), O still stored by TMA, no local memory in the
+    attention kernel; one Q buffer and no O buffer; refused without TMA_STORE."""
+    sm90 = _fmha().fmha_sm90
+    loads = r"cp\.async\.bulk\.tensor\.\dd\.shared::cta\.global"
+    counts = {}
+    for o_in_q, wide, block_n in ((False, False, 128), (True, False, 128), (True, True, 192)):
+        monkeypatch.setattr(sm90, "O_IN_Q", o_in_q and not wide)
+        monkeypatch.setattr(sm90, "WIDE_KEY_O_IN_Q", o_in_q and wide)
+        monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {128: (128, block_n)})
+        config = sm90.config_for(128, False, False, False, wide)
+        assert config.block_n == block_n and config.o_in_q == o_in_q and not config.o_direct and config.tma_store
+        assert config.q_stages == (1 if o_in_q else 2)
+        ptx = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config).__ptx__
+        main = _main_kernel(ptx)
+        assert ".local" not in main
+        assert re.search(r"cp\.async\.bulk\.tensor\.\dd\.global\.shared::cta", main)  # (O by TMA)
+        counts[(o_in_q, block_n)] = len(re.findall(loads, main))
+    assert counts[(True, 128)] == counts[(False, 128)] + 2, counts
+    monkeypatch.setattr(sm90, "O_IN_Q", True)
+    monkeypatch.setattr(sm90, "TMA_STORE", False)
+    with pytest.raises(ValueError, match="O_IN_Q"):
+        sm90.config_for(128, False, False)
 
 
 def test_wgmma_cluster_compiles(tmp_path, monkeypatch):

@@ -1,0 +1,50 @@
+#!/bin/bash
+# Session 19's GPU calls, in this order on one staged machine (.dev/p1 first.sh; then
+# `source .dev/p2/install.sh` with STEP=t; then the FA3 wheel, carried in .dev/fa3, installed
+# into /tmp/site with STEP=a; later calls set PYTHONPATH as .dev/p2/env.sh does).
+# Ours is the default kernel: session 19 turned WIDE_KEY_TILES = {128: (128, 192)} on (with
+# WIDE_KEY_PINGPONG, O_DIRECT); `no_wide` is the kernel before that.
+# usage: OUT=DIR STEP=t bash bench/h200/fmha_sched/s19/run.sh
+#   STEP=t  the new builds' GPU tests: O_IN_Q (O through Q's buffer) bit-identical to O's own
+#           buffer and to the wide build's O_DIRECT; the wide tile and the NVFP4 output's promise
+#   STEP=a  the peers' issue rows (results into DIR/a/results.json), then variants in the same
+#           process on 8192, 16384 and 4096 keys, D=128 unmasked: the wide tile against no_wide,
+#           with O_IN_Q instead of O_DIRECT (with and without the scheduler barrier), O_IN_Q at
+#           128 x 128, FA3's whole order (scheduler barrier + V waited for in the turn + O
+#           rescaled after the P V) at 128 x 128 and in the wide build
+#   STEP=b  the peers' decode, NVFP4 and accuracy steps (results into DIR/b/results.json), then
+#           variants on the decode rows: the packed split-KV kernel with the scheduler barrier
+#           and 128 x 192 / 176 tiles
+#   STEP=c  variants with a diagonal (D=128 causal, 4096 and 8192): FA3's order, the barrier alone
+#   STEP=suite  every GPU test (gpu_suite.sh); OQ=1 first sets WIDE_KEY_O_IN_Q (the wide build
+#           with O_IN_Q instead of O_DIRECT) in this machine's copy of kernels/fmha_sm90.py
+: "${OUT:?set OUT}"; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+case "$STEP" in
+t)
+  timeout 300 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_fmha.py \
+    -k "o_in_q or o_direct or nvfp4_out_is_quantize_where" > "$OUT/t_tests.log" 2>&1
+  tail -15 "$OUT/t_tests.log" ;;
+a)
+  mkdir -p "$OUT/a" && cp bench/results.json "$OUT/a/results.json"
+  timeout 560 python3 bench/fmha_peers.py --out "$OUT/a" --results "$OUT/a/results.json" --steps issue \
+    --variants now,no_wide,wide192_oq,wide192_oq_nopp,oq128,fa3_order128,wide192_fa3,now#2,wide192_oq#2,no_wide#2 \
+    --variant-cases 2,6,0 > "$OUT/a/peers.log" 2>&1
+  grep -h "^| \|failed\|rror" "$OUT/a/fmha_peers.md" "$OUT/a/peers.log" | cut -c1-160 | head -40 ;;
+b)
+  mkdir -p "$OUT/b" && cp bench/results.json "$OUT/b/results.json"
+  timeout 400 python3 bench/fmha_peers.py --out "$OUT/b" --results "$OUT/b/results.json" --steps decode,nvfp4,accuracy,decode_accuracy \
+    --variants now,split_pp,split192_pp,split176_pp,now#2,split192_pp#2 --variant-cases d2,d3,d4,d6 > "$OUT/b/peers.log" 2>&1
+  grep -h "^| \|failed\|rror" "$OUT/b/fmha_peers.md" "$OUT/b/peers.log" | cut -c1-160 | head -50 ;;
+c)
+  mkdir -p "$OUT/c"
+  timeout 190 python3 bench/fmha_peers.py --out "$OUT/c" --skip-peers \
+    --variants now,fa3_order_causal,pp_causal,now#2,fa3_order_causal#2 --variant-cases 1,3 > "$OUT/c/peers.log" 2>&1
+  grep -h "^| \|failed\|rror" "$OUT/c/fmha_peers.md" "$OUT/c/peers.log" | cut -c1-160 | head -20 ;;
+suite)
+  if [ "${OQ:-0}" = 1 ]; then
+    sed -i 's/^WIDE_KEY_O_IN_Q = False$/WIDE_KEY_O_IN_Q = True/' kernels/fmha_sm90.py
+    grep -n "^WIDE_KEY_O_IN_Q = " kernels/fmha_sm90.py
+  fi
+  OUT="$OUT/suite" TEST_TIMEOUT=420 bash bench/h200/gpu_suite.sh ;;
+esac
