@@ -338,6 +338,10 @@ VARIANTS = {
                      "V_WAIT_LATE": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
     "fa3_order_causal": {"PINGPONG": {(64, False): True, (64, True): True, (128, False): False, (128, True): True},
                          "V_WAIT_LATE": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
+    # the 128 x 192 tile with a diagonal too (O_DIRECT: no O buffer beside 192's stages; the barrier)
+    "wide_causal": {"TILES": {**_T_NOW, (128, True): (128, 192)}, "O_DIRECT": {(64, False): False, (64, True): False, (128, False): False, (128, True): True},
+                    "PINGPONG": {(64, False): True, (64, True): True, (128, False): False, (128, True): True}},
+    "wide_causal_nopp": {"TILES": {**_T_NOW, (128, True): (128, 192)}, "O_DIRECT": {(64, False): False, (64, True): False, (128, False): False, (128, True): True}},
     "pp_causal": {"PINGPONG": {(64, False): True, (64, True): True, (128, False): False, (128, True): True}},
     "wide192_fa3": {"WIDE_KEY_TILES": {128: (128, 192)}, "WIDE_KEY_PINGPONG": True,
                     "LATE_RESCALE": {(64, False): True, (64, True): True, (128, False): True, (128, True): True},

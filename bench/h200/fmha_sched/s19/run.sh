@@ -16,6 +16,9 @@
 #           variants on the decode rows: the packed split-KV kernel with the scheduler barrier
 #           and 128 x 192 / 176 tiles
 #   STEP=c  variants with a diagonal (D=128 causal, 4096 and 8192): FA3's order, the barrier alone
+#   STEP=d  (a second machine) the decode NVFP4 test corrected after STEP=suite; the wide tile with
+#           a diagonal (O_DIRECT, with and without the barrier); FA3's order at 128 x 128 again (STEP=a's
+#           4096 row moved 670-689 for `now` alone): three passes of now
 #   STEP=suite  every GPU test (gpu_suite.sh); OQ=1 first sets WIDE_KEY_O_IN_Q (the wide build
 #           with O_IN_Q instead of O_DIRECT) in this machine's copy of kernels/fmha_sm90.py
 : "${OUT:?set OUT}"; mkdir -p "$OUT"
@@ -41,6 +44,13 @@ c)
   timeout 190 python3 bench/fmha_peers.py --out "$OUT/c" --skip-peers \
     --variants now,fa3_order_causal,pp_causal,now#2,fa3_order_causal#2 --variant-cases 1,3 > "$OUT/c/peers.log" 2>&1
   grep -h "^| \|failed\|rror" "$OUT/c/fmha_peers.md" "$OUT/c/peers.log" | cut -c1-160 | head -20 ;;
+d)
+  timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_fmha_decode.py -k "auto_takes_decode_and_repeats" > "$OUT/d_tests.log" 2>&1
+  tail -3 "$OUT/d_tests.log"
+  mkdir -p "$OUT/d"
+  timeout 380 python3 bench/fmha_peers.py --out "$OUT/d" --skip-peers \
+    --variants now,wide_causal,wide_causal_nopp,fa3_order128,now#2,wide_causal#2,fa3_order128#2,now#3 --variant-cases 1,3,7,11,0,8 > "$OUT/d/peers.log" 2>&1
+  grep -h "^| \|failed\|rror" "$OUT/d/fmha_peers.md" "$OUT/d/peers.log" | cut -c1-160 | head -20 ;;
 suite)
   if [ "${OQ:-0}" = 1 ]; then
     sed -i 's/^WIDE_KEY_O_IN_Q = False$/WIDE_KEY_O_IN_Q = True/' kernels/fmha_sm90.py
