@@ -103,7 +103,11 @@ TILE_OVERRIDE = None  # (BLOCK_M, BLOCK_N) for every configuration: the knob swe
 # 192's K/V stages); where the bf16 call takes the wide tile, ops gives the NVFP4 output as
 # quantize() of that call's output (two kernels, the promised bits: s18/r found the fused build
 # differing at 2x16x8192x128 before ops did so), which s18/r also timed faster than the fused
-# 128 x 128 build there (1.538 against 1.576 ms). On since session 19 (its peers run, s19).
+# 128 x 128 build there (1.538 against 1.576 ms). On since session 19: s19/a, one process, two
+# passes, TFLOP/s, against 128 x 128 (no_wide): 2x16x8192x128 728.0, 724.9 / 709.0, 714.2;
+# 1x32x16384x128 697.0, 697.2 / 675.0, 682.2; the peers' rows of that run 0.979 and 0.981 (FA3).
+# With a diagonal it loses (s19/d, O_DIRECT, with and without the barrier: 4x16x4096x128 causal
+# 617-623 / 658-661, 2x16x8192 causal 673-677 / 698-703, the sink 673-679 / 690-697).
 WIDE_KEY_TILES = {128: (128, 192)}
 WIDE_KEYS_MIN = 8192
 # the wide-key build's scheduler barrier (PINGPONG's, for that build alone; None: PINGPONG's
@@ -149,6 +153,11 @@ INTRA_WG_OVERLAP = True
 # 684). D=64 causal (192 x 128) with SECTION_BYTES: 457-459 against 452-453, 16x8x2048 378 / 372-373.
 # At D=128 without a mask (s12/h, against off): 4x16x4096 686-691 / 689-691, 2x16x8192 693-695 /
 # 698, 1x32x16384 649-656 / 652-662, 8x32x1024 599 / 593-595, Sq=128 decode 624 / 617-619: off.
+# FA3's whole order at D=128 (the barrier, V_WAIT_LATE and LATE_RESCALE together, as its mainloop
+# has them) loses too (s19/d, two passes, against three): 4x16x4096x128 687.3-688.0 / 702.7-703.8,
+# 8x32x1024 596.8-598.5 / 604.1-607.8; with a diagonal (the barrier and V_WAIT_LATE; LATE_RESCALE is
+# on there) 4x16x4096 causal 649.4-649.9 / 656.1-656.4, 2x16x8192 causal 687.7-688.0 / 695.3-695.7
+# (s19/c), the barrier alone 650.0 / 687.2.
 PINGPONG = {(64, False): True, (64, True): True, (128, False): False, (128, True): False}
 EPILOGUE_BARRIER = 1  # named barriers 1.. : one per consumer warpgroup (its O rows in shared memory)
 V_FREE_BARRIER = 4  # O_IN_V: every consumer warpgroup's last P V of the tile is complete (V's ring may take O)
@@ -315,9 +324,13 @@ O_DIRECT = False
 # the price of a single Q buffer that the next tile's Q waits for. For the wide tiles
 # (WIDE_KEY_TILES: 128 x 192 fits with it, 224 KB) instead of O_DIRECT, whose 128 x 128 build is
 # 5-7% slower than the TMA store for reasons not found (RESULTS.md, sessions 14-18). A bool or a
-# dict like TILES, for the builds of TILES; the wide build's is WIDE_KEY_O_IN_Q.
+# dict like TILES, for the builds of TILES; the wide build's is WIDE_KEY_O_IN_Q. Bit-identical to
+# O's own buffer (H200, test_gpu_o_in_q) and slower: the next tile's Q waits for O's store and
+# its own load (s19/a, TFLOP/s, two passes): the wide build 711.1, 706.8 against O_DIRECT's 728.0,
+# 724.9 at 2x16x8192x128, 672.6, 659.1 / 697.0, 697.2 at 1x32x16384 (without the barrier 709.6,
+# 672.1); at 128 x 128 (one Q buffer instead of two) 669.7 against 670.1 / 689.3 at 4x16x4096.
 O_IN_Q = False
-# the wide build (WIDE_KEY_TILES) with O_IN_Q instead of O_DIRECT
+# the wide build (WIDE_KEY_TILES) with O_IN_Q instead of O_DIRECT (off: above)
 WIDE_KEY_O_IN_Q = False
 # the producer's load order: False, a tile's Q, then K and V of each key block in turn; True,
 # FA3's order with its intra-warpgroup overlap (hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp): the
@@ -2524,7 +2537,11 @@ SPLIT_RESCALE_THRESHOLD = None
 # FA3's scheduler barrier (PINGPONG) in the packed split-KV kernel: its two consumer warpgroups
 # take turns issuing their wgmmas. The unpacked kernel's 128 x 192 build gains from it where its
 # 128 x 128 build loses (WIDE_KEY_PINGPONG); the split's partials go out from registers, so a
-# 128 x 192 SPLIT_TILES fits beside Q and two K/V stages (224 KB) as it is.
+# 128 x 192 SPLIT_TILES fits beside Q and two K/V stages (224 KB) as it is. H200 (s19/b, TFLOP/s,
+# against off at 128 x 128; Sq=16 Sk=4096 / Sq=16 Sk=32768 / Sq=64 Sk=8192 / Sq=128 Sk=32768, GQA
+# 8:1): 128 x 128 241.2 / 330.6 / 487.4 / 573.3 against 239.9-241.0 / 329.8-330.0 / 552.3-552.6 /
+# 669.2-669.3; 128 x 192 235.7 / 318.1-318.2 / 552.2-552.6 / 669.0-669.8; 128 x 176 236.3 / 319.0 /
+# 545.6 / 660.9. Off.
 SPLIT_PINGPONG = False
 
 
