@@ -43,10 +43,10 @@ def variant_sass(name: str, head_dim: int, causal: bool, workdir: str, wide_keys
     try:
         for knob, value in knobs.items():
             setattr(fmha_sm90, knob, value)
-        config = fmha_sm90.config_for(head_dim, causal, False, False, wide_keys)
+        config = fmha_sm90.config_for(head_dim, False, causal, False, wide_keys)  # (causal: a right limit)
         dump = os.path.join(workdir, name)
         os.makedirs(dump, exist_ok=True)  # (CuTeDSL keeps nothing in a folder that does not exist)
-        compiled = fmha_sm90._compile.__wrapped__("bfloat16", head_dim, causal, False, False, "sm_90a",
+        compiled = fmha_sm90._compile.__wrapped__("bfloat16", head_dim, False, causal, False, "sm_90a",
                                                   f"--keep-cubin --dump-dir {dump}", False, config)
         return disassemble(compiled.__cubin__)
     finally:

@@ -19,6 +19,8 @@
 #   STEP=d  (a second machine) the decode NVFP4 test corrected after STEP=suite; the wide tile with
 #           a diagonal (O_DIRECT, with and without the barrier); FA3's order at 128 x 128 again (STEP=a's
 #           4096 row moved 670-689 for `now` alone): three passes of now
+#   STEP=e  (a third machine) TMA_STORE with a diagonal (with and without STMATRIX), and MASK_LOOPS
+#           without one (the 128 x 128 key loop compiled without the element mask), three passes of now
 #   STEP=suite  every GPU test (gpu_suite.sh); OQ=1 first sets WIDE_KEY_O_IN_Q (the wide build
 #           with O_IN_Q instead of O_DIRECT) in this machine's copy of kernels/fmha_sm90.py
 : "${OUT:?set OUT}"; mkdir -p "$OUT"
@@ -51,6 +53,11 @@ d)
   timeout 380 python3 bench/fmha_peers.py --out "$OUT/d" --skip-peers \
     --variants now,wide_causal,wide_causal_nopp,fa3_order128,now#2,wide_causal#2,fa3_order128#2,now#3 --variant-cases 1,3,7,11,0,8 > "$OUT/d/peers.log" 2>&1
   grep -h "^| \|failed\|rror" "$OUT/d/fmha_peers.md" "$OUT/d/peers.log" | cut -c1-160 | head -20 ;;
+e)
+  mkdir -p "$OUT/e"
+  timeout 400 python3 bench/fmha_peers.py --out "$OUT/e" --skip-peers \
+    --variants now,unmasked_loop128,tma_causal,tma_stm_causal,now#2,unmasked_loop128#2,tma_causal#2,now#3 --variant-cases 0,8,d5,1,3,11 > "$OUT/e/peers.log" 2>&1
+  grep -h "^| \|failed\|rror" "$OUT/e/fmha_peers.md" "$OUT/e/peers.log" | cut -c1-160 | head -20 ;;
 suite)
   if [ "${OQ:-0}" = 1 ]; then
     sed -i 's/^WIDE_KEY_O_IN_Q = False$/WIDE_KEY_O_IN_Q = True/' kernels/fmha_sm90.py
