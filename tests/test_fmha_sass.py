@@ -56,6 +56,18 @@ def test_o_direct_key_loop_converts_p_once(tmp_path, variant, wide_keys, block_n
     assert {loop.counts["F2FP"] for loop in keys} == {block_n // 4}  # 64 x block_n P a warpgroup, 128 threads, 2 a pack
 
 
+def test_causal_build_has_a_masked_and_an_unmasked_key_loop(tmp_path):
+    """--causal builds the causal kernel (a right limit): at D=128 its key loop is two loops
+    (MASK_LOOPS), the diagonal's blocks with the element mask (FSEL a score value) and the rest
+    without any. (Until session 19 it built a left window, whose one loop decides per block.)"""
+    text = fmha_sass.variant_sass("now", 128, True, str(tmp_path))
+    keys = _key_loops(text)
+    assert len(keys) == 2, [(loop.label, loop.size) for loop in keys]
+    masked, unmasked = sorted(keys, key=lambda loop: -loop.counts["FSEL"])
+    assert masked.counts["FSEL"] >= 64 and unmasked.counts["FSEL"] < 8, (masked.counts["FSEL"], unmasked.counts["FSEL"])
+    assert masked.size > unmasked.size
+
+
 def test_the_report_lists_the_key_loop_of_each_variant(tmp_path):
     texts = {name: fmha_sass.variant_sass(name, 128, False, str(tmp_path)) for name in ("now", "o_direct")}
     rows = [line for line in fmha_sass.table(texts).splitlines()[2:]]
