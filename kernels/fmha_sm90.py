@@ -273,7 +273,10 @@ STMATRIX = {(64, False): True, (64, True): True, (128, False): False, (128, True
 # without a mask 706 / 703, 717-718 / 716, 8x32x1024 608-619 / 596-606, 1x32x16384 even, the
 # Sq=128 decode row 630 / 628-631; with a diagonal still -1% (causal 650-651 / 657-658): on
 # without one. (The scheduler barrier beside it at D=128 without a mask: 8x32x1024 +0.7%,
-# 1x32x16384 -1%; not kept, tma128_pp in r3.)
+# 1x32x16384 -1%; not kept, tma128_pp in r3.) With a diagonal again in session 19 (s19/e, f: TMA_STORE
+# alone 648-650 / 652-655 at 4x16x4096 causal; with STMATRIX 651.5-656.4 / 651.8-655.1, 2x16x8192
+# causal 690.5-693.9 / 690.2-692.3, the sink 690.1-695.4 / 683.4-687.8): even but for the sink's
+# +1%, and the window row not timed; off.
 TMA_STORE = {(64, False): True, (64, True): True, (128, False): True, (128, True): False}
 # O's shared-memory buffer laid over the V ring (FA3's layout: its epilogue storage in a union
 # with the mainloop's, smem_o at the start of smem_v), with TMA_STORE and the bf16/fp16 output:
@@ -454,8 +457,14 @@ TRACE_CTA_TIMES = False
 # spilled 176 bytes at D=64 192 x 128 against 12. Session 9, with L2 sections, K_AHEAD and two
 # Q buffers (s9/r4, two passes, against one loop): D=128 causal 4x16x4096 668 / 656, 2x16x8192
 # 706-709 / 697, 1x32x16384 727-730 / 715-716, sink 703 / 696-697 (with the scheduler barrier
-# too: +0.5-1%, sink -1%, not kept).
-MASK_LOOPS = {(64, True): True, (128, True): True}
+# too: +0.5-1%, sink -1%, not kept). Without a diagonal (session 19): only a tile's first block,
+# handled before the loop, may cross the key tail, so the loop is compiled without the element
+# mask (the runtime test had left a 309-instruction masked branch in the 128 x 128 loop, whose hot
+# path goes 465 -> 458 SASS instructions). H200 (s19/e, s19/f, two passes each, against now's
+# five): 4x16x4096x128 700.6-706.2 / 695.0-699.6, 8x32x1024 610.9-612.1 / 599.4-601.8, Sq=128
+# decode 618.0-619.0 / 616.6-618.2. Not in the wide build (WIDE_KEY_TILES: there it spills 33
+# words and lost 6%, 679-686 / 726 at 2x16x8192) nor in the packed split-KV kernel (not timed).
+MASK_LOOPS = {(64, True): True, (128, True): True, (128, False): True}
 # the order in which persistent CTAs take tiles: "stride" (CTA c: c, c + ctas, ...), "snake"
 # (every other round backwards: balances causal tiles; _FmhaSm90.scheduled) or "dynamic" (the
 # producer takes the next tile from a global counter when it has issued the current one's
@@ -2406,7 +2415,7 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
         )
     return Config(
         block_m, block_n, stages, INTRA_WG_OVERLAP, pingpong, sm_count() // cluster * cluster if persistent else 2**31 - 1, fma_cols, order,
-        mask_loops(head_dim, masked), SECTION_BYTES if order == "dynamic" else 0,
+        mask_loops(head_dim, masked) and wide is None, SECTION_BYTES if order == "dynamic" else 0,
         p_smem,
         INTRA_WG_OVERLAP and bool(_per_config(LATE_RESCALE, head_dim, masked)),
         bool(_per_config(SOFTMAX_INTERLEAVED, head_dim, masked)),
@@ -2602,7 +2611,7 @@ def compile_packed_split(
     block_m, block_n = SPLIT_TILES[head_dim]
     masked = has_left or has_right
     config = Config(
-        block_m, block_n, SPLIT_STAGES, INTRA_WG_OVERLAP, bool(SPLIT_PINGPONG), 2**31 - 1, 0, "stride", mask_loops(head_dim, masked),
+        block_m, block_n, SPLIT_STAGES, INTRA_WG_OVERLAP, bool(SPLIT_PINGPONG), 2**31 - 1, 0, "stride", masked and mask_loops(head_dim, masked),
         k_ahead=bool(_per_config(K_AHEAD, head_dim, masked)), cache_hints=bool(_per_config(CACHE_HINTS, head_dim, masked)),
         rescale_threshold=SPLIT_RESCALE_THRESHOLD,
     )  # fmt: skip

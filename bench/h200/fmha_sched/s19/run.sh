@@ -21,6 +21,9 @@
 #           4096 row moved 670-689 for `now` alone): three passes of now
 #   STEP=e  (a third machine) TMA_STORE with a diagonal (with and without STMATRIX), and MASK_LOOPS
 #           without one (the 128 x 128 key loop compiled without the element mask), three passes of now
+#   STEP=f  (the same machine, at once) unmasked_loop128 and tma_stm_causal again with the wide row, then
+#           this machine's copy of kernels/fmha_sm90.py edited to MASK_LOOPS at (128, False) (the wide
+#           build too), TMA_STORE and STMATRIX with a diagonal, and test_fmha's GPU tests of those builds
 #   STEP=suite  every GPU test (gpu_suite.sh); OQ=1 first sets WIDE_KEY_O_IN_Q (the wide build
 #           with O_IN_Q instead of O_DIRECT) in this machine's copy of kernels/fmha_sm90.py
 : "${OUT:?set OUT}"; mkdir -p "$OUT"
@@ -58,6 +61,15 @@ e)
   timeout 400 python3 bench/fmha_peers.py --out "$OUT/e" --skip-peers \
     --variants now,unmasked_loop128,tma_causal,tma_stm_causal,now#2,unmasked_loop128#2,tma_causal#2,now#3 --variant-cases 0,8,d5,1,3,11 > "$OUT/e/peers.log" 2>&1
   grep -h "^| \|failed\|rror" "$OUT/e/fmha_peers.md" "$OUT/e/peers.log" | cut -c1-160 | head -20 ;;
+f)
+  mkdir -p "$OUT/f"
+  timeout 150 python3 bench/fmha_peers.py --out "$OUT/f" --skip-peers \
+    --variants now,unmasked_loop128,tma_stm_causal,now#2,unmasked_loop128#2,tma_stm_causal#2 --variant-cases 0,8,2,1,3,11 > "$OUT/f/peers.log" 2>&1
+  grep "^| " "$OUT/f/fmha_peers.md" | tail -8
+  sed -i 's/^MASK_LOOPS = {(64, True): True, (128, True): True}$/MASK_LOOPS = {(64, True): True, (128, True): True, (128, False): True}/; s/^TMA_STORE = {(64, False): True, (64, True): True, (128, False): True, (128, True): False}$/TMA_STORE = {(64, False): True, (64, True): True, (128, False): True, (128, True): True}/; s/^STMATRIX = {(64, False): True, (64, True): True, (128, False): False, (128, True): False}$/STMATRIX = {(64, False): True, (64, True): True, (128, False): False, (128, True): True}/' kernels/fmha_sm90.py
+  grep -n "^MASK_LOOPS =\|^TMA_STORE =\|^STMATRIX =" kernels/fmha_sm90.py
+  timeout 280 python3 -m pytest -q -p no:cacheprovider -m gpu -n 8 tests/test_fmha.py -k "wgmma or o_in_q or o_direct or tail_split or nvfp4" > "$OUT/f_tests.log" 2>&1
+  tail -4 "$OUT/f_tests.log" ;;
 suite)
   if [ "${OQ:-0}" = 1 ]; then
     sed -i 's/^WIDE_KEY_O_IN_Q = False$/WIDE_KEY_O_IN_Q = True/' kernels/fmha_sm90.py
