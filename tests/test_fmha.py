@@ -1161,6 +1161,35 @@ def test_nvfp4_output_goes_through_the_bf16_call_where_that_call_computes_otherw
         ops.clear_launch_cache()
 
 
+def _data_path_cases(torch) -> list:
+    """(B, Sq, Sk, Hq, Hkv, dtype, causal, window, sink) for knobs that move data, not arithmetic:
+    many tiles a CTA, GQA, key and query tails, fp16, causal, a window with a sink."""
+    return [
+        (4, 2048, 2048, 16, 16, torch.bfloat16, False, (-1, -1), False),
+        (3, 1000, 3000, 16, 4, torch.float16, False, (-1, -1), False),
+        (1, 777, 1100, 4, 1, torch.bfloat16, False, (-1, -1), False),
+        (2, 1000, 1100, 8, 2, torch.bfloat16, True, (-1, -1), False),
+        (1, 2048, 2048, 4, 4, torch.float16, False, (300, 40), True),
+    ]
+
+
+def _knob_keeps_the_bits(torch, monkeypatch, knob: str, case, d: int, seed: int, repeats: int, what: str):
+    """`repeats` wgmma calls with fmha_sm90.<knob> True give the out and LSE of one call with it
+    False (a knob that changes only how data moves, not the arithmetic)."""
+    fmha = _fmha()
+    b, sq, sk, hq, hkv, dtype, causal, window, with_sink = case
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(dtype)
+    k, v = (torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(dtype) for _ in range(2))
+    sink = torch.randn(hq, device="cuda", generator=g) if with_sink else None
+    call = dict(causal=causal, window=window, sink=sink, return_lse=True, path="wgmma")
+    monkeypatch.setattr(fmha.fmha_sm90, knob, False)
+    want = fmha.attention(q, k, v, **call)
+    monkeypatch.setattr(fmha.fmha_sm90, knob, True)
+    for out, lse in [fmha.attention(q, k, v, **call) for _ in range(repeats)]:
+        assert torch.equal(out, want[0]) and torch.equal(lse, want[1]), f"{knob} differs at {(b, sq, sk, hq, hkv, causal, window)}, {what}"
+
+
 @pytest.mark.gpu
 def test_gpu_o_direct(monkeypatch):
     """O_DIRECT: at 128 x 128 the same bits as O through shared memory (only the path out
@@ -1171,26 +1200,11 @@ def test_gpu_o_direct(monkeypatch):
     _gpu_path(torch, "wgmma")
     fmha = _fmha()
     sm90 = fmha.fmha_sm90
-    shapes = [
-        (4, 2048, 2048, 16, 16, torch.bfloat16, False, (-1, -1), False),
-        (3, 1000, 3000, 16, 4, torch.float16, False, (-1, -1), False),
-        (1, 777, 1100, 4, 1, torch.bfloat16, False, (-1, -1), False),
-        (2, 1000, 1100, 8, 2, torch.bfloat16, True, (-1, -1), False),
-        (1, 2048, 2048, 4, 4, torch.float16, False, (300, 40), True),
-    ]
+    shapes = _data_path_cases(torch)
     for persistent in (True, False):
         monkeypatch.setattr(sm90, "PERSISTENT", persistent)
-        for b, sq, sk, hq, hkv, dtype, causal, window, with_sink in shapes:
-            g = torch.Generator(device="cuda").manual_seed(sq)
-            q = torch.randn(b, sq, hq, 128, device="cuda", generator=g).to(dtype)
-            k, v = (torch.randn(b, sk, hkv, 128, device="cuda", generator=g).to(dtype) for _ in range(2))
-            sink = torch.randn(hq, device="cuda", generator=g) if with_sink else None
-            call = dict(causal=causal, window=window, sink=sink, return_lse=True, path="wgmma")
-            monkeypatch.setattr(sm90, "O_DIRECT", False)
-            want = fmha.attention(q, k, v, **call)
-            monkeypatch.setattr(sm90, "O_DIRECT", True)
-            for out, lse in [fmha.attention(q, k, v, **call) for _ in range(2)]:
-                assert torch.equal(out, want[0]) and torch.equal(lse, want[1]), f"O_DIRECT differs at {(b, sq, sk, hq, hkv, causal, window)}, persistent {persistent}"
+        for case in shapes:
+            _knob_keeps_the_bits(torch, monkeypatch, "O_DIRECT", case, 128, case[1], 2, f"persistent {persistent}")
     monkeypatch.setattr(sm90, "PERSISTENT", True)
     monkeypatch.setattr(sm90, "O_DIRECT", True)
     for block_n in (160, 176, 192):
@@ -1227,43 +1241,20 @@ def test_gpu_o_in_q(d, monkeypatch):
     monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {})
     monkeypatch.setattr(sm90, "TAIL_LAUNCH_COST", 0.0)
     sm90.tail_splits.cache_clear()
-    shapes = [
-        (4, 2048, 2048, 16, 16, torch.bfloat16, False, (-1, -1), False),
-        (3, 1000, 3000, 16, 4, torch.float16, False, (-1, -1), False),
-        (1, 777, 1100, 4, 1, torch.bfloat16, False, (-1, -1), False),
-        (2, 1000, 1100, 8, 2, torch.bfloat16, True, (-1, -1), False),
-        (1, 2048, 2048, 4, 4, torch.float16, False, (300, 40), True),
-        (1, 2048, 4096, 68, 68, torch.bfloat16, False, (-1, -1), False),  # (a short last round: the tail split's pieces)
-    ]
+    shapes = _data_path_cases(torch) + [(1, 2048, 4096, 68, 68, torch.bfloat16, False, (-1, -1), False)]  # (+ a short last round: the tail split's pieces)
     try:
         for persistent in (True, False):
             monkeypatch.setattr(sm90, "PERSISTENT", persistent)
-            for b, sq, sk, hq, hkv, dtype, causal, window, with_sink in shapes:
-                g = torch.Generator(device="cuda").manual_seed(sq + sk)
-                q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(dtype)
-                k, v = (torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(dtype) for _ in range(2))
-                sink = torch.randn(hq, device="cuda", generator=g) if with_sink else None
-                call = dict(causal=causal, window=window, sink=sink, return_lse=True, path="wgmma")
-                monkeypatch.setattr(sm90, "O_IN_Q", False)
-                want = fmha.attention(q, k, v, **call)
-                monkeypatch.setattr(sm90, "O_IN_Q", True)
-                for out, lse in [fmha.attention(q, k, v, **call) for _ in range(3)]:
-                    assert torch.equal(out, want[0]) and torch.equal(lse, want[1]), f"O_IN_Q differs at {(b, sq, sk, hq, hkv, causal, window)}, persistent {persistent}"
+            for case in shapes:
+                _knob_keeps_the_bits(torch, monkeypatch, "O_IN_Q", case, d, case[1] + case[2], 3, f"persistent {persistent}")
         if d == 128:
             monkeypatch.setattr(sm90, "PERSISTENT", True)
             monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {128: (128, 192)})
             for wide_pingpong in (False, True):
                 monkeypatch.setattr(sm90, "WIDE_KEY_PINGPONG", wide_pingpong)
-                for b, sq, sk, hq, hkv, dtype, with_sink in [(2, 1000, 8192, 8, 2, torch.bfloat16, False), (1, 4000, 9000, 4, 1, torch.float16, True)]:
-                    g = torch.Generator(device="cuda").manual_seed(sk)
-                    q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(dtype)
-                    k, v = (torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(dtype) for _ in range(2))
-                    sink = torch.randn(hq, device="cuda", generator=g) if with_sink else None
-                    monkeypatch.setattr(sm90, "WIDE_KEY_O_IN_Q", False)  # (the wide build with O_DIRECT)
-                    want = fmha.attention(q, k, v, sink=sink, return_lse=True, path="wgmma")
-                    monkeypatch.setattr(sm90, "WIDE_KEY_O_IN_Q", True)
-                    got = fmha.attention(q, k, v, sink=sink, return_lse=True, path="wgmma")
-                    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1]), f"wide O_IN_Q differs at {(b, sq, sk)}, pingpong {wide_pingpong}"
+                for case in [(2, 1000, 8192, 8, 2, torch.bfloat16, False, (-1, -1), False), (1, 4000, 9000, 4, 1, torch.float16, False, (-1, -1), True)]:
+                    # (without it the wide build takes O_DIRECT)
+                    _knob_keeps_the_bits(torch, monkeypatch, "WIDE_KEY_O_IN_Q", case, d, case[2], 1, f"pingpong {wide_pingpong}")
                 _check(torch, torch.bfloat16, 2, 1000, 8192, 8, 2, 128, path="wgmma", seed=6)
     finally:
         sm90.tail_splits.cache_clear()
