@@ -6,6 +6,7 @@
     opcodes(text)                            # Counter of base opcodes ("F2FP", "HGMMA", ...), NOPs left out
     for loop in loops(text): ...             # one per backward branch: label, span, opcodes
     innermost(loops(text), "HGMMA")          # those issuing HGMMA that hold no other such loop
+    count_before(text, loop, "MUFU", stop)   # MUFUs of a loop before its first instruction stop() picks
 
 A loop here is the span from a label to a later branch back to it, as it lies in the code:
 ptxas places a loop's blocks together, so for the FMHA key loops that span is the loop body
@@ -89,8 +90,9 @@ class Loop:
         return other is not self and self.first <= other.first and other.last <= self.last
 
 
-def loops(text: str) -> list[Loop]:
-    """Every backward branch's span, in code order."""
+def instructions(text: str) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """(each label's index into the code, the code: (opcode, operands) an instruction, in order);
+    Loop.first and Loop.last index this list."""
     labels: dict[str, int] = {}
     code: list[tuple[str, str]] = []
     for line in text.splitlines():
@@ -101,6 +103,24 @@ def loops(text: str) -> list[Loop]:
         m = _INSTRUCTION.search(line)
         if m:
             code.append((m.group(2), m.group(3)))
+    return labels, code
+
+
+def count_before(text: str, loop: "Loop", opcode: str, stop) -> int | None:
+    """How many `opcode` instructions (base opcode) of `loop` come before its first instruction
+    for which stop(opcode, operands) holds; None if none does."""
+    _, code = instructions(text)
+    seen = 0
+    for op, operands in code[loop.first : loop.last + 1]:
+        if stop(op, operands):
+            return seen
+        seen += _base(op) == opcode
+    return None
+
+
+def loops(text: str) -> list[Loop]:
+    """Every backward branch's span, in code order."""
+    labels, code = instructions(text)
     found = []
     for index, (opcode, operands) in enumerate(code):
         if not opcode.startswith("BRA"):
