@@ -24,6 +24,8 @@
 #   STEP=f  (the same machine, at once) unmasked_loop128 and tma_stm_causal again with the wide row, then
 #           this machine's copy of kernels/fmha_sm90.py edited to MASK_LOOPS at (128, False) (the wide
 #           build too), TMA_STORE and STMATRIX with a diagonal, and test_fmha's GPU tests of those builds
+#   STEP=g  (a fourth machine, the last minutes) early_rescale_causal and tma_stm_causal on the causal,
+#           window and sink rows
 #   STEP=suite  every GPU test (gpu_suite.sh); OQ=1 first sets WIDE_KEY_O_IN_Q (the wide build
 #           with O_IN_Q instead of O_DIRECT) in this machine's copy of kernels/fmha_sm90.py
 : "${OUT:?set OUT}"; mkdir -p "$OUT"
@@ -70,6 +72,11 @@ f)
   grep -n "^MASK_LOOPS =\|^TMA_STORE =\|^STMATRIX =" kernels/fmha_sm90.py
   timeout 280 python3 -m pytest -q -p no:cacheprovider -m gpu -n 8 tests/test_fmha.py -k "wgmma or o_in_q or o_direct or tail_split or nvfp4" > "$OUT/f_tests.log" 2>&1
   tail -4 "$OUT/f_tests.log" ;;
+g)
+  mkdir -p "$OUT/g"
+  timeout 150 python3 bench/fmha_peers.py --out "$OUT/g" --skip-peers \
+    --variants now,early_rescale_causal,tma_stm_causal,now#2,tma_stm_causal#2 --variant-cases 1,3,10,11 > "$OUT/g/peers.log" 2>&1
+  grep -h "^| \|failed\|rror" "$OUT/g/fmha_peers.md" "$OUT/g/peers.log" | cut -c1-160 | tail -8 ;;
 suite)
   if [ "${OQ:-0}" = 1 ]; then
     sed -i 's/^WIDE_KEY_O_IN_Q = False$/WIDE_KEY_O_IN_Q = True/' kernels/fmha_sm90.py
