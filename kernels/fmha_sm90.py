@@ -262,7 +262,7 @@ MASK_RELATIVE = {(64, False): False, (64, True): True, (128, False): False, (128
 # False): 4x16x4096x64 508-511 / 491-493, D=64 causal (192 x 128) 417-422 / 410-413 and 355 / 351;
 # D=128 loses 0.5-2% (689-690 / 695-697, 706-712 / 714, 556-562 / 565-568, causal 610 / 612-614,
 # window 485-489 / 493-499).
-STMATRIX = {(64, False): True, (64, True): True, (128, False): False, (128, True): False}
+STMATRIX = {(64, False): True, (64, True): True, (128, False): False, (128, True): True}  # ((128, True): s19, with TMA_STORE)
 # O from shared memory to global by one TMA store a warpgroup (FA3's epilogue), issued by one
 # thread, the next tile's epilogue waiting only for the store's reads of shared memory, instead
 # of every thread loading 16 bytes at a time from shared memory and storing them; O's buffer is
@@ -273,11 +273,13 @@ STMATRIX = {(64, False): True, (64, True): True, (128, False): False, (128, True
 # without a mask 706 / 703, 717-718 / 716, 8x32x1024 608-619 / 596-606, 1x32x16384 even, the
 # Sq=128 decode row 630 / 628-631; with a diagonal still -1% (causal 650-651 / 657-658): on
 # without one. (The scheduler barrier beside it at D=128 without a mask: 8x32x1024 +0.7%,
-# 1x32x16384 -1%; not kept, tma128_pp in r3.) With a diagonal again in session 19 (s19/e, f: TMA_STORE
-# alone 648-650 / 652-655 at 4x16x4096 causal; with STMATRIX 651.5-656.4 / 651.8-655.1, 2x16x8192
-# causal 690.5-693.9 / 690.2-692.3, the sink 690.1-695.4 / 683.4-687.8): even but for the sink's
-# +1%, and the window row not timed; off.
-TMA_STORE = {(64, False): True, (64, True): True, (128, False): True, (128, True): False}
+# 1x32x16384 -1%; not kept, tma128_pp in r3.) With a diagonal again in session 19, with STMATRIX
+# (s19/e, f, g, three machines, against now on each): 4x16x4096 causal 651.5-656.4 / 651.8-655.1,
+# 669.0-671.8 / 668.1-670.4; 2x16x8192 causal 690.5-693.9 / 690.2-692.3, 714.7-715.7 / 712.9-714.3;
+# the sink 690.1-695.4 / 683.4-687.8, 714.6-714.7 / 706.2-706.6; the window 527.3-530.8 /
+# 523.5-524.8 (g): +1% on the window and the sink, even on causal (TMA_STORE alone: -0.5%, e). On
+# (with STMATRIX) since session 19.
+TMA_STORE = {(64, False): True, (64, True): True, (128, False): True, (128, True): True}
 # O's shared-memory buffer laid over the V ring (FA3's layout: its epilogue storage in a union
 # with the mainloop's, smem_o at the start of smem_v), with TMA_STORE and the bf16/fp16 output:
 # the consumer warpgroups meet (V_FREE_BARRIER) once all of them have completed the tile's last

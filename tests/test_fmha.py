@@ -926,7 +926,7 @@ def test_gpu_o_in_v(monkeypatch):
     monkeypatch.setattr(sm90, "PERSISTENT", True)
     # causal with Sq > Sk: the first tiles of each head have no key block and load no V, and
     # their consumers may finish them before the producer has waited for the last tile's O
-    # (wait_o_stored's two barriers); O_IN_V there needs the TMA store, which causal D=128 lacks
+    # (wait_o_stored's two barriers); O_IN_V there needs the TMA store (causal D=128 has it since session 19)
     monkeypatch.setattr(sm90, "TMA_STORE", {**sm90.TMA_STORE, (128, True): True})
     g = torch.Generator(device="cuda").manual_seed(7)
     q = torch.randn(2, 1500, 16, 128, device="cuda", generator=g).to(torch.bfloat16)
@@ -1047,7 +1047,8 @@ def test_wgmma_o_direct_compiles(tmp_path, monkeypatch):
         assert len(re.findall(r"st\.global\.v4\.b32", ptx)) == 8
         if block_n == 128:
             through_smem = sm90._compile.__wrapped__(
-                "bfloat16", 128, False, masked, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config._replace(o_direct=False)
+                "bfloat16", 128, False, masked, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False,
+                config._replace(o_direct=False, stmatrix=False),  # (O's rows by element-wise shared-memory stores)
             ).__ptx__  # fmt: skip
             assert ptx.count("shfl.sync.bfly") == through_smem.count("shfl.sync.bfly") + 32
             assert ptx.count("st.global.b32") == through_smem.count("st.global.b32")  # (the LSE's)
@@ -1237,7 +1238,7 @@ def test_gpu_o_in_q(d, monkeypatch):
     _gpu_path(torch, "wgmma")
     fmha = _fmha()
     sm90 = fmha.fmha_sm90
-    monkeypatch.setattr(sm90, "TMA_STORE", True)  # (O_IN_Q stores by TMA; off by default with a diagonal at D=128)
+    monkeypatch.setattr(sm90, "TMA_STORE", True)  # (O_IN_Q stores by TMA: every configuration here)
     monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {})
     monkeypatch.setattr(sm90, "TAIL_LAUNCH_COST", 0.0)
     sm90.tail_splits.cache_clear()
