@@ -85,6 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--every-loop", action="store_true", help="also the spans that hold other loops (tile loops)")
     ap.add_argument("--out", help="folder for the SASS of each variant and fmha_sass.md")
     args = ap.parse_args(argv)
+    from fmha_peers import VARIANTS
+
+    unknown = [name for name in args.variants.split(",") if name != "now" and name not in VARIANTS]
+    if unknown:
+        ap.error(f"unknown variant(s) {', '.join(unknown)}; known: now, {', '.join(sorted(VARIANTS))}")
     with tempfile.TemporaryDirectory() as workdir:
         texts = {name: variant_sass(name, args.head_dim, args.causal, workdir, args.wide_keys) for name in args.variants.split(",")}
     report = table(texts, args.every_loop)

@@ -84,6 +84,12 @@ def test_default_d128_loop_has_no_element_mask_and_keeps_exp2s_before_the_pv_wai
     assert main.counts["FSEL"] >= 64 and sass.count_before(wide, main, "MUFU", fmha_sass.pv_wait) >= 24
 
 
+def test_unknown_variant_is_refused_by_name(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        fmha_sass.main(["--variants", "now,nosuch"])
+    assert exit_.value.code == 2 and "unknown variant(s) nosuch" in capsys.readouterr().err
+
+
 def test_count_before_stops_at_the_first_match():
     text = "\n".join([
         ".L_x_1:",
