@@ -259,6 +259,11 @@ VARIANTS = {
     # (session 6's) or once each CTA's producer has issued its last load
     "pdl_start": {"fmha_decode.COMBINE_PDL": True, "fmha_decode.PDL_TRIGGER": "start"},
     "pdl_last_load": {"fmha_decode.COMBINE_PDL": True, "fmha_decode.PDL_TRIGGER": "last_load"},
+    # the <= 16-row decode kernel (Sq = 1, GQA 8:1) with a deeper K/V ring: one CTA an SM, so
+    # 3 -> 4 / 5 / 6 stages of 32 KB put 64 -> 96 / 128 / 160 KB of K/V in flight an SM
+    "kw_stages4": {"fmha_decode.KEY_WARPS_STAGES": 4},
+    "kw_stages5": {"fmha_decode.KEY_WARPS_STAGES": 5},
+    "kw_stages6": {"fmha_decode.KEY_WARPS_STAGES": 6},
     # session 12: O's rescale skipped in a warp whose rows keep their maxima (FA4's conditional
     # rescale): 0.0 only where no maximum grew (bit-identical), 8.0 FA4's stale-maximum threshold;
     # with 128 x 160 / 176 (fewer blocks a tile, so fewer rescales to skip)
@@ -557,7 +562,7 @@ def variants(torch, names, rows: list, cases=VARIANT_CASES):
 
     from kernels import fmha_decode
 
-    decode_saved = {"COMBINE_PDL": fmha_decode.COMBINE_PDL, "PDL_TRIGGER": fmha_decode.PDL_TRIGGER}  # knobs of kernels.fmha_decode a variant may name as "fmha_decode.X"
+    decode_saved = {k: getattr(fmha_decode, k) for k in ("COMBINE_PDL", "PDL_TRIGGER", "KEY_WARPS_STAGES")}  # knobs of kernels.fmha_decode a variant may name as "fmha_decode.X"
     # every kernels.fmha_sm90 knob any variant names, restored before each variant (a knob left out
     # here would leak into the variants after the one that set it: session 14's first O_DIRECT run)
     named = {knob for variant in VARIANTS.values() if variant for knob in variant if not knob.startswith("fmha_decode.")}

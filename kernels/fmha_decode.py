@@ -74,6 +74,9 @@ BLOCK_M = 64  # packed rows per CTA: 4 warps x 16 (one m16 MMA row block each)
 KEY_WARPS_ROWS = 16  # at most this many packed rows: one 16-row tile, the 4 warps split each key block
 BLOCK_N = 64  # keys per streamed K/V tile
 STAGES = 3  # K/V tile pairs in shared memory: two blocks in flight while one is computed
+# the <= 16-row kernel's ring (one CTA an SM, so 227 KB of shared memory: up to 6 stages of 32 KB
+# at D = 128); it only streams, so its bytes in flight an SM are what bounds it
+KEY_WARPS_STAGES = 3
 THREADS = 128
 COMBINE_WARPS = 4  # combine: one warp per packed row, 4 rows per CTA
 # the combine kernel as a programmatic dependent launch (PDL) where the arch has it: the split
@@ -115,6 +118,7 @@ CTAS_PER_SM = 2
 CTAS_PER_SM_KEY_WARPS = 1
 MIN_BLOCKS_PER_SPLIT = 4
 ARCHS = ("sm_80", "sm_90a", "sm_100a")
+SHARED_MEMORY_BYTES = {"sm_80": 163 * 1024, "sm_90a": 227 * 1024, "sm_100a": 227 * 1024}  # a CTA's most (opt-in)
 
 F32 = cutlass.Float32
 I32 = cutlass.Int32
@@ -149,7 +153,8 @@ class _SplitKV(_Fmha):
     """One compiled configuration (dtype, head dim, masks, sink): split kernel + combine kernel."""
 
     def __init__(
-        self, dtype, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, key_warps: bool = False, pdl: bool = False
+        self, dtype, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, key_warps: bool = False, pdl: bool = False,
+        stages: int = STAGES,
     ):
         super().__init__(dtype, head_dim, has_left, has_right, has_sink)
         self.pdl = pdl  # COMBINE_PDL on an arch in PDL_ARCHS
@@ -158,6 +163,7 @@ class _SplitKV(_Fmha):
         # four warps' softmax states are merged through shared memory at the end
         self.key_warps = key_warps
         self.tile_m = KEY_WARPS_ROWS if key_warps else BLOCK_M
+        self.stages = stages
 
     # --- host side: layouts, copies, two launches ------------------------------------------
     @cute.jit
@@ -199,7 +205,7 @@ class _SplitKV(_Fmha):
 
         atom = swizzled_rows_atom()
         sQ_layout = cute.tile_to_shape(atom, (self.tile_m, d), (0, 1))
-        sKV_layout = cute.tile_to_shape(atom, (BLOCK_N, d, STAGES), (0, 1, 2))
+        sKV_layout = cute.tile_to_shape(atom, (BLOCK_N, d, self.stages), (0, 1, 2))
 
         @cute.struct
         class Smem:
@@ -288,15 +294,15 @@ class _SplitKV(_Fmha):
         # a warp with no packed row left skips the math and only streams K/V
         has_rows = m0 + (tidx // 32) * 16 < rows
 
-        # --- prologue: Q's packed rows, then K/V of the first STAGES - 1 blocks -------------------
+        # --- prologue: Q's packed rows, then K/V of the first stages - 1 blocks -------------------
         self.load_q_packed(g2s, tQs, tQc, mQ, m0, rows, group, batch, kv_head)
         self.load_first_stages(g2s, tKg, tKs, tVg, tVs, tKVc, n_block_max, n_blocks, sk)
 
         # --- main loop: this split's key blocks from the last to the first; block `it` sits in
-        # stage it % STAGES, and the loads of the next STAGES - 1 blocks stay in flight
+        # stage it % stages, and the loads of the next stages - 1 blocks stay in flight
         for it in cutlass.range(n_blocks, unroll=1):
             n_block = n_block_max - 1 - it
-            stage = it % STAGES
+            stage = it % self.stages
             self.advance_ring(g2s, tKg, tKs, tVg, tVs, tKVc, it, n_block_max, n_blocks, sk)
 
             if has_rows:
@@ -378,7 +384,7 @@ class _SplitKV(_Fmha):
         sQ = storage.q.get_tensor(sQ_layout)
         sK = storage.k.get_tensor(sKV_layout)
         sV = storage.v.get_tensor(sKV_layout)
-        sVt = cute.composition(sV, cute.make_layout((d, BLOCK_N, STAGES), stride=(BLOCK_N, 1, BLOCK_N * d)))
+        sVt = cute.composition(sV, cute.make_layout((d, BLOCK_N, self.stages), stride=(BLOCK_N, 1, BLOCK_N * d)))
         thr_g2s = g2s.get_slice(tidx)
         tQc = thr_g2s.partition_S(cute.make_identity_tensor((q_rows, d)))
         tKVc = thr_g2s.partition_S(cute.make_identity_tensor((BLOCK_N, d)))
@@ -401,21 +407,21 @@ class _SplitKV(_Fmha):
 
     @cute.jit
     def advance_ring(self, g2s, tKg, tKs, tVg, tVs, tKVc, it: I32, n_block_max: I32, n_blocks: I32, sk: I32):
-        """Loop step `it` of the K/V ring: wait for block `it` (stage it % STAGES), then refill
-        the stage block it - 1 used with block it + STAGES - 1, if the split has it."""
-        cute.arch.cp_async_wait_group(STAGES - 2)
+        """Loop step `it` of the K/V ring: wait for block `it` (stage it % self.stages), then refill
+        the stage block it - 1 used with block it + self.stages - 1, if the split has it."""
+        cute.arch.cp_async_wait_group(self.stages - 2)
         cute.arch.barrier()  # block `it` is in; everyone is done with block it - 1's stage
-        ahead = it + STAGES - 1
+        ahead = it + self.stages - 1
         if ahead < n_blocks:
-            nxt = ahead % STAGES
+            nxt = ahead % self.stages
             self.load_kv(g2s, tKg, tKs[None, None, None, nxt], tKVc, n_block_max - 1 - ahead, sk)
             self.load_kv(g2s, tVg, tVs[None, None, None, nxt], tKVc, n_block_max - 1 - ahead, sk)
         cute.arch.cp_async_commit_group()
 
     @cute.jit
     def load_first_stages(self, g2s, tKg, tKs, tVg, tVs, tKVc, n_block_max: I32, n_blocks: I32, sk: I32):
-        """K/V of the split's first STAGES - 1 blocks (the last keys first), one commit group per stage."""
-        for s in cutlass.range_constexpr(STAGES - 1):
+        """K/V of the split's first self.stages - 1 blocks (the last keys first), one commit group per stage."""
+        for s in cutlass.range_constexpr(self.stages - 1):
             if s < n_blocks:
                 self.load_kv(g2s, tKg, tKs[None, None, None, s], tKVc, n_block_max - 1 - s, sk)
                 self.load_kv(g2s, tVg, tVs[None, None, None, s], tKVc, n_block_max - 1 - s, sk)
@@ -484,7 +490,7 @@ class _SplitKV(_Fmha):
         # --- main loop: as split_kernel's, each warp on its kw keys of the block --------------------
         for it in cutlass.range(n_blocks, unroll=1):
             n_block = n_block_max - 1 - it
-            stage = it % STAGES
+            stage = it % self.stages
             self.advance_ring(g2s, tKg, tKs, tVg, tVs, tKVc, it, n_block_max, n_blocks, sk)
 
             acc_S = cute.make_rmem_tensor(thr_mma.partition_shape_C((tm, kw)), F32)
@@ -650,15 +656,25 @@ def compile_decode(
         raise ValueError(f"the decode path needs one of {ARCHS}, not {arch!r}")
     # (the knob is read here and passed on, so that the cache below is keyed by it)
     pdl = COMBINE_PDL and arch in PDL_ARCHS and not key_warps
-    return _compile_decode(dtype, head_dim, has_left, has_right, has_sink, arch, options, key_warps, pdl)
+    stages = KEY_WARPS_STAGES if key_warps else STAGES
+    ring = 2 * stages * BLOCK_N * head_dim * 2  # K and V, 2-byte elements
+    q_tile = (KEY_WARPS_ROWS if key_warps else BLOCK_M) * head_dim * 2
+    if stages < 2 or q_tile + ring + 4096 > SHARED_MEMORY_BYTES[arch]:  # (4 KB: the stats, the alignment)
+        raise ValueError(
+            f"{'KEY_WARPS_STAGES' if key_warps else 'STAGES'} = {stages}: a ring of at least 2 stages whose "
+            f"{ring // 1024} KB (+ Q's {q_tile // 1024} KB) fit the {SHARED_MEMORY_BYTES[arch] // 1024} KB of "
+            f"shared memory a CTA may take on {arch}"
+        )
+    return _compile_decode(dtype, head_dim, has_left, has_right, has_sink, arch, options, key_warps, pdl, stages)
 
 
 @functools.cache
 def _compile_decode(
-    dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, arch: str, options: str, key_warps: bool, pdl: bool
+    dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, arch: str, options: str, key_warps: bool, pdl: bool,
+    stages: int,
 ):
     dt = DTYPES[dtype]
-    kernel = _SplitKV(dt, head_dim, has_left, has_right, has_sink, key_warps, pdl)
+    kernel = _SplitKV(dt, head_dim, has_left, has_right, has_sink, key_warps, pdl, stages)
     with lowering.prelowering(lowering.auto_pipeline(arch)):
         return cute.compile(kernel, *fake_arguments(dt), options=f"--gpu-arch {arch} {options}".strip())
 

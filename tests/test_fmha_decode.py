@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 
 import pytest
@@ -71,6 +72,29 @@ def test_compiles_decode_combine_pdl(arch, tmp_path, monkeypatch):
     assert "griddepcontrol" not in plain
     assert ptx.count("griddepcontrol.launch_dependents") == 1 and ptx.count("griddepcontrol.wait") == 1
     assert "griddepcontrol" not in decode.compile_decode("bfloat16", 128, False, True, False, arch, options, key_warps=True).__ptx__
+
+
+def test_key_warps_ring_depth_is_a_build_of_its_own(tmp_path, monkeypatch):
+    """KEY_WARPS_STAGES sizes the <= 16-row kernel's K/V ring alone (the 64-row kernel keeps
+    STAGES): a new depth is a new build (the compile cache is keyed by it), with that many
+    cp.async groups in flight; a ring that does not fit a CTA's shared memory is refused by name."""
+    decode = _decode()
+    options = f"--keep-ptx --dump-dir {tmp_path}"
+    three = decode.compile_decode("bfloat16", 128, False, False, False, "sm_90a", options, key_warps=True).__ptx__
+    monkeypatch.setattr(decode, "KEY_WARPS_STAGES", 6)
+    six = decode.compile_decode("bfloat16", 128, False, False, False, "sm_90a", options, key_warps=True).__ptx__
+    def in_flight(ptx):  # the ring's wait: all but stages - 2 commit groups complete (0: the drain)
+        return {int(n) for n in re.findall(r"cp\.async\.wait_group\s+(\d+);", ptx)} - {0}
+
+    wide = decode.compile_decode("bfloat16", 128, False, False, False, "sm_90a", options).__ptx__  # 64-row tiles
+    assert in_flight(three) == {1} and in_flight(six) == {4} and in_flight(wide) == {1}
+    monkeypatch.setattr(decode, "KEY_WARPS_STAGES", 7)  # 224 KB of K/V + Q's 4 KB > 227 KB
+    with pytest.raises(ValueError, match="KEY_WARPS_STAGES = 7"):
+        decode.compile_decode("bfloat16", 128, False, False, False, "sm_90a", options, key_warps=True)
+    decode.compile_decode("bfloat16", 64, False, False, False, "sm_90a", options, key_warps=True)  # D=64: 112 KB, fits
+    monkeypatch.setattr(decode, "STAGES", 1)
+    with pytest.raises(ValueError, match="STAGES = 1"):
+        decode.compile_decode("bfloat16", 128, False, False, False, "sm_90a", options)
 
 
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
@@ -177,6 +201,32 @@ def test_gpu_decode_split_counts(splits, monkeypatch):
     monkeypatch.setattr(fmha_decode, "choose_splits", lambda *a, **kw: splits)
     _check(torch, torch.bfloat16, 2, 3, 1000, 16, 2, 128, True, (-1, -1), True, path="decode")
     _check(torch, torch.float16, 1, 1, 6000, 8, 8, 64, False, (2000, -1), False, path="decode")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stages", [4, 6])
+def test_gpu_key_warps_ring_depth_keeps_the_bits(stages, monkeypatch):
+    """The <= 16-row kernel's ring depth changes when K/V arrive, not the arithmetic: the same bits
+    as the default ring (Sq = 1, GQA 8:1, ragged keys, with and without a window and a sink)."""
+    torch = _gpu()
+    from kernels import fmha, fmha_decode, ops
+
+    g = torch.Generator(device="cuda").manual_seed(11)
+    q = torch.randn(3, 1, 32, 128, device="cuda", generator=g).to(torch.bfloat16)
+    k, v = (torch.randn(3, 9000 + 37, 4, 128, device="cuda", generator=g).to(torch.bfloat16) for _ in range(2))
+    sink = torch.randn(32, device="cuda", generator=g)
+    calls = [dict(), dict(window=(3000, -1), sink=sink), dict(causal=True)]
+    ops.clear_launch_cache()
+    want = [fmha.attention(q, k, v, path="decode", **kw) for kw in calls]
+    monkeypatch.setattr(fmha_decode, "KEY_WARPS_STAGES", stages)
+    ops.clear_launch_cache()
+    try:
+        got = [fmha.attention(q, k, v, path="decode", **kw) for kw in calls]
+    finally:
+        ops.clear_launch_cache()
+    for kw, a, b in zip(calls, want, got):
+        assert torch.equal(a, b), f"ring depth {stages} changed the output ({sorted(kw)})"
+    _check(torch, torch.bfloat16, 2, 1, 5000 + 3, 32, 4, 128, True, (-1, -1), True, path="decode")
 
 
 @pytest.mark.gpu
