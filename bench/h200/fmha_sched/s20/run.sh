@@ -1,0 +1,30 @@
+#!/bin/bash
+# Session 20's GPU calls, in this order on one staged machine (.dev/p1 first.sh; then
+# `source .dev/p2/install.sh` with STEP=t; then the FA3 wheel, carried in .dev/fa3, installed
+# into /tmp/site with STEP=a; later calls set PYTHONPATH as .dev/p2/env.sh does).
+# Ours is the default kernel of this tree: session 19's defaults (WIDE_KEY_TILES, MASK_LOOPS at
+# (128, False), TMA_STORE + STMATRIX with a diagonal), which its peers' run predated in part.
+# usage: OUT=DIR STEP=t bash bench/h200/fmha_sched/s20/run.sh
+#   STEP=t  the decode kernel's GPU tests (the new KEY_WARPS_STAGES bit-identity test among them)
+#   STEP=a  the peers' issue and decode rows (results into DIR/a/results.json), then variants on the
+#           two Sq=1 rows: the <= 16-row decode kernel with a 4, 5 and 6 stage K/V ring
+#   STEP=b  the peers' NVFP4, accuracy and decode-accuracy steps (results into DIR/b/results.json)
+#   STEP=suite  every GPU test (gpu_suite.sh)
+: "${OUT:?set OUT}"; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+case "$STEP" in
+t)
+  timeout 300 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_fmha_decode.py > "$OUT/t_tests.log" 2>&1
+  tail -5 "$OUT/t_tests.log" ;;
+a)
+  mkdir -p "$OUT/a" && cp bench/results.json "$OUT/a/results.json"
+  timeout 560 python3 bench/fmha_peers.py --out "$OUT/a" --results "$OUT/a/results.json" --steps issue,decode \
+    --variants now,kw_stages4,kw_stages6,kw_stages5,now#2,kw_stages6#2,kw_stages4#2,now#3 --variant-cases d0,d1 > "$OUT/a/peers.log" 2>&1
+  grep -h "^| \|failed\|rror" "$OUT/a/fmha_peers.md" "$OUT/a/peers.log" | cut -c1-160 | head -60 ;;
+b)
+  mkdir -p "$OUT/b" && cp bench/results.json "$OUT/b/results.json"
+  timeout 500 python3 bench/fmha_peers.py --out "$OUT/b" --results "$OUT/b/results.json" --steps nvfp4,accuracy,decode_accuracy > "$OUT/b/peers.log" 2>&1
+  grep -h "^| \|failed\|rror" "$OUT/b/fmha_peers.md" "$OUT/b/peers.log" | cut -c1-160 | head -50 ;;
+suite)
+  OUT="$OUT/suite" TEST_TIMEOUT=420 bash bench/h200/gpu_suite.sh ;;
+esac
