@@ -172,7 +172,8 @@ VARIANTS = {
     "dyn_d64c_192": {"TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)}, "MASK_LOOPS": False},
     # a third K/V buffer where shared memory has room (D=64: 96 KB -> 128 KB at 128 x 128, 144 KB at 192 x 128)
     "d64_stages3": {"STAGES": {(64, False): 3, (64, True): 3, (128, False): 2, (128, True): 2}},
-    "split_stages3": {"SPLIT_STAGES": 3},  # the packed split-KV kernel (decode) with a third K/V buffer
+    "split_stages3": {"SPLIT_STAGES": 3},
+    "split_mask_loops": {"SPLIT_MASK_LOOPS": True},  # the packed split-KV kernel's loop without the element mask (no diagonal)  # the packed split-KV kernel (decode) with a third K/V buffer
     "no_combine_pdl": {"fmha_decode.COMBINE_PDL": False},  # COMBINE_PDL off (the default since session 8)
     "plain_combine": {"fmha_decode.COMBINE_PDL": False, "SPLIT_COMBINE_PDL_MAX": 0},  # every combine a plain launch (before session 11)
     "combine_pdl": {"fmha_decode.COMBINE_PDL": True},  # session 6-7's default
@@ -191,6 +192,10 @@ VARIANTS = {
     # the softmax's exp2s column by column across rows (FA4's SASS order), partial max/sum
     "sm_inter_d64": {"SOFTMAX_INTERLEAVED": _D64_ONLY},
     "sm_inter_diag": {"SOFTMAX_INTERLEAVED": {(64, False): True, (64, True): True, (128, False): False, (128, True): True}},
+    # session 20: the exp2s in column order at D=128 again, now that MASK_LOOPS leaves the unmasked
+    # 128 x 128 loop without its masked branch (run17 measured them with it: 60 bytes of spills)
+    "sm_inter128": {"SOFTMAX_INTERLEAVED": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
+    "sm_inter128_causal": {"SOFTMAX_INTERLEAVED": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
     "mask_relative": {"MASK_RELATIVE": True},
     # O (and P with P_SMEM) into shared memory by stmatrix (session 7, compiled only); FA3's D=64
     # tile 192 x 192 with P in shared memory then compiles without spills (112 bytes before)

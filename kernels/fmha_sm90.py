@@ -2486,10 +2486,12 @@ def ring_stages(head_dim: int, masked: bool) -> int:
 
 def mask_loops(head_dim: int, masked: bool, wide: bool = False, packed: bool = False) -> bool:
     """MASK_LOOPS for one configuration (a bool, or a dict by (head dim, crosses a diagonal); absent = False).
-    Without a diagonal never for the wide build (`wide`: WIDE_KEY_TILES' tile, 6% slower with it)
-    nor the packed split-KV kernel (`packed`: not timed)."""
-    if not masked and (wide or packed):
+    Without a diagonal never for the wide build (`wide`: WIDE_KEY_TILES' tile, 6% slower with it);
+    the packed split-KV kernel (`packed`) there follows SPLIT_MASK_LOOPS."""
+    if not masked and wide:
         return False
+    if not masked and packed:
+        return bool(SPLIT_MASK_LOOPS)
     return MASK_LOOPS.get((head_dim, masked), False) if isinstance(MASK_LOOPS, dict) else bool(MASK_LOOPS)
 
 
@@ -2563,6 +2565,10 @@ SPLIT_RESCALE_THRESHOLD = None
 # 669.2-669.3; 128 x 192 235.7 / 318.1-318.2 / 552.2-552.6 / 669.0-669.8; 128 x 176 236.3 / 319.0 /
 # 545.6 / 660.9. Off.
 SPLIT_PINGPONG = False
+# the packed split-KV kernel's key loop without a diagonal compiled without the element mask
+# (MASK_LOOPS' (128, False) choice for the main kernel, s19: +0.8..1.9%); False: the loop decides
+# per block at run time, as before session 20
+SPLIT_MASK_LOOPS = False
 
 
 def choose_splits(

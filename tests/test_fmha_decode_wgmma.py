@@ -43,6 +43,22 @@ def test_compiles_packed_split(i, tmp_path):
     assert "st.local" not in ptx and "ld.local" not in ptx
 
 
+def test_packed_split_mask_loops_without_a_diagonal(tmp_path, monkeypatch):
+    """SPLIT_MASK_LOOPS: without a diagonal the packed split kernel's key loop is compiled without
+    the element mask (a new build: fewer instructions, no local memory); with one, MASK_LOOPS decides."""
+    sm90 = _sm90()
+    options = f"--keep-ptx --dump-dir {tmp_path}"
+    monkeypatch.setattr(sm90, "SPLIT_MASK_LOOPS", False)
+    per_block = sm90.compile_packed_split("bfloat16", 128, 8, False, False, False, "sm_90a", options).__ptx__
+    monkeypatch.setattr(sm90, "SPLIT_MASK_LOOPS", True)
+    unmasked = sm90.compile_packed_split("bfloat16", 128, 8, False, False, False, "sm_90a", options).__ptx__
+    assert "st.local" not in unmasked and "ld.local" not in unmasked
+    # the runtime mask test's second softmax is gone: a third fewer exp2s in the PTX
+    assert unmasked.count("ex2.approx") < per_block.count("ex2.approx")
+    assert sm90.mask_loops(128, False, packed=True) and not sm90.mask_loops(128, False, wide=True)
+    assert sm90.mask_loops(128, True, packed=True) == sm90.mask_loops(128, True)
+
+
 def test_compiles_packed_split_combine_pdl(tmp_path, monkeypatch):
     """fmha_decode.COMBINE_PDL on: the packed split kernel lets the combine be scheduled early and
     the combine waits for its partials (a new build, not the cached plain-launch one)."""
@@ -216,6 +232,32 @@ def test_gpu_decode_wgmma_combine_pdl(trigger, monkeypatch):
         for out, lse in [fmha.attention(q, k, v, causal=causal, return_lse=True, path="decode_wgmma") for _ in range(3)]:
             assert torch.equal(out, want[0]) and torch.equal(lse, want[1]), f"PDL ({trigger}) differs at {(b, sq, sk, hq, hkv, causal)}"
     ops.clear_launch_cache()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d", [64, 128])
+def test_gpu_split_mask_loops_keeps_the_bits(d, monkeypatch):
+    """SPLIT_MASK_LOOPS: the loop without the element mask gives the bits of the loop that tests
+    each block (only a split's first block can hold the key tail, and it is masked before the
+    loop): ragged keys, several split counts, GQA 8:1 and 4:1, Sq 16 and 128; with a diagonal the
+    build is the same one."""
+    torch = _gpu()
+    from kernels import fmha, fmha_sm90, ops
+
+    g = torch.Generator(device="cuda").manual_seed(d)
+    for b, sq, sk, hq, hkv in [(2, 16, 8192 + 77, 32, 4), (1, 128, 5000, 16, 4), (3, 16, 1100, 8, 1)]:
+        q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(torch.bfloat16)
+        k, v = (torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(torch.bfloat16) for _ in range(2))
+        for splits in (1, 3, 16):
+            monkeypatch.setattr(fmha_sm90, "choose_splits", lambda *a, splits=splits, **kw: splits)
+            got = {}
+            for flag in (False, True):
+                monkeypatch.setattr(fmha_sm90, "SPLIT_MASK_LOOPS", flag)
+                ops.clear_launch_cache()
+                got[flag] = fmha.attention(q, k, v, return_lse=True, path="decode_wgmma")
+            assert torch.equal(got[False][0], got[True][0]) and torch.equal(got[False][1], got[True][1]), (b, sq, sk, hq, hkv, splits)
+    ops.clear_launch_cache()
+    _check(torch, torch.bfloat16, 2, 16, 4096 + 5, 32, 4, d, False, (-1, -1), False, path="decode_wgmma")
 
 
 @pytest.mark.gpu

@@ -9,6 +9,9 @@
 #   STEP=a  the peers' issue and decode rows (results into DIR/a/results.json), then variants on the
 #           two Sq=1 rows: the <= 16-row decode kernel with a 4, 5 and 6 stage K/V ring
 #   STEP=b  the peers' NVFP4, accuracy and decode-accuracy steps (results into DIR/b/results.json)
+#   STEP=c  (a second machine) the packed split-KV kernel's GPU tests (SPLIT_MASK_LOOPS' bit identity
+#           among them); variants: split_mask_loops on the decode rows Sq >= 16, the exp2s in column
+#           order at D=128 (sm_inter128 on 4096 and 1024 keys, sm_inter128_causal with a diagonal)
 #   STEP=suite  every GPU test (gpu_suite.sh)
 : "${OUT:?set OUT}"; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -25,6 +28,14 @@ b)
   mkdir -p "$OUT/b" && cp bench/results.json "$OUT/b/results.json"
   timeout 500 python3 bench/fmha_peers.py --out "$OUT/b" --results "$OUT/b/results.json" --steps nvfp4,accuracy,decode_accuracy > "$OUT/b/peers.log" 2>&1
   grep -h "^| \|failed\|rror" "$OUT/b/fmha_peers.md" "$OUT/b/peers.log" | cut -c1-160 | head -50 ;;
+c)
+  timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_fmha_decode_wgmma.py > "$OUT/c_tests.log" 2>&1
+  tail -3 "$OUT/c_tests.log"
+  mkdir -p "$OUT/c"
+  timeout 330 python3 bench/fmha_peers.py --out "$OUT/c" --skip-peers \
+    --variants now,split_mask_loops,sm_inter128,sm_inter128_causal,now#2,split_mask_loops#2,sm_inter128#2,sm_inter128_causal#2,now#3,split_mask_loops#3 \
+    --variant-cases d2,d3,d4,d5,d6,0,8,1,3 > "$OUT/c/peers.log" 2>&1
+  grep -h "^| \|failed\|rror" "$OUT/c/fmha_peers.md" "$OUT/c/peers.log" | cut -c1-160 | head -30 ;;
 suite)
   OUT="$OUT/suite" TEST_TIMEOUT=420 bash bench/h200/gpu_suite.sh ;;
 esac
