@@ -12,6 +12,8 @@
 #   STEP=c  (a second machine) the packed split-KV kernel's GPU tests (SPLIT_MASK_LOOPS' bit identity
 #           among them); variants: split_mask_loops on the decode rows Sq >= 16, the exp2s in column
 #           order at D=128 (sm_inter128 on 4096 and 1024 keys, sm_inter128_causal with a diagonal)
+#   STEP=n  (a third machine, FA3 installed) ncu's stall sampling, ours against FA3, on 4x16x4096x128
+#           causal (n1) and without a mask (n0): ncu_stalls.sh
 #   STEP=suite  every GPU test (gpu_suite.sh)
 : "${OUT:?set OUT}"; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -36,6 +38,8 @@ c)
     --variants now,split_mask_loops,sm_inter128,sm_inter128_causal,now#2,split_mask_loops#2,sm_inter128#2,sm_inter128_causal#2,now#3,split_mask_loops#3 \
     --variant-cases d2,d3,d4,d5,d6,0,8,1,3 > "$OUT/c/peers.log" 2>&1
   grep -h "^| \|failed\|rror" "$OUT/c/fmha_peers.md" "$OUT/c/peers.log" | cut -c1-160 | head -30 ;;
+n)
+  for c in 1 0; do OUT="$OUT/n$c" timeout 280 bash bench/h200/fmha_sched/ncu_stalls.sh $c > /dev/null 2>&1; head -30 "$OUT/n$c/ours_regions.txt"; head -30 "$OUT/n$c/fa3_regions.txt"; done ;;
 suite)
   OUT="$OUT/suite" TEST_TIMEOUT=420 bash bench/h200/gpu_suite.sh ;;
 esac
