@@ -14,6 +14,7 @@
 #           order at D=128 (sm_inter128 on 4096 and 1024 keys, sm_inter128_causal with a diagonal)
 #   STEP=n  (a third machine, FA3 installed) ncu's stall sampling, ours against FA3, on 4x16x4096x128
 #           causal (n1) and without a mask (n0): ncu_stalls.sh
+#   STEP=e  (a fourth machine) the dynamic order without a diagonal (dyn128), three passes against now
 #   STEP=suite  every GPU test (gpu_suite.sh)
 : "${OUT:?set OUT}"; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -40,6 +41,11 @@ c)
   grep -h "^| \|failed\|rror" "$OUT/c/fmha_peers.md" "$OUT/c/peers.log" | cut -c1-160 | head -30 ;;
 n)
   for c in 1 0; do OUT="$OUT/n$c" timeout 280 bash bench/h200/fmha_sched/ncu_stalls.sh $c > /dev/null 2>&1; head -30 "$OUT/n$c/ours_regions.txt"; head -30 "$OUT/n$c/fa3_regions.txt"; done ;;
+e)
+  mkdir -p "$OUT/e"
+  timeout 400 python3 bench/fmha_peers.py --out "$OUT/e" --skip-peers \
+    --variants now,dyn128,now#2,dyn128#2,now#3,dyn128#3 --variant-cases 0,8,2,6 > "$OUT/e/peers.log" 2>&1
+  grep -h "^| \|failed\|rror" "$OUT/e/fmha_peers.md" "$OUT/e/peers.log" | cut -c1-160 | head -20 ;;
 suite)
   OUT="$OUT/suite" TEST_TIMEOUT=420 bash bench/h200/gpu_suite.sh ;;
 esac
