@@ -15,6 +15,8 @@
 #   STEP=n  (a third machine, FA3 installed) ncu's stall sampling, ours against FA3, on 4x16x4096x128
 #           causal (n1) and without a mask (n0): ncu_stalls.sh
 #   STEP=e  (a fourth machine) the dynamic order without a diagonal (dyn128), three passes against now
+#   STEP=f  (a fifth machine, FA3 installed) a launch's fixed cost, ours against FA3 and FA4:
+#           bench/fmha_fixed_cost.py (one and two 128-row tiles a CTA, 512-4096 keys, a line fit)
 #   STEP=suite  every GPU test (gpu_suite.sh)
 : "${OUT:?set OUT}"; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -46,6 +48,9 @@ e)
   timeout 400 python3 bench/fmha_peers.py --out "$OUT/e" --skip-peers \
     --variants now,dyn128,now#2,dyn128#2,now#3,dyn128#3 --variant-cases 0,8,2,6 > "$OUT/e/peers.log" 2>&1
   grep -h "^| \|failed\|rror" "$OUT/e/fmha_peers.md" "$OUT/e/peers.log" | cut -c1-160 | head -20 ;;
+f)
+  timeout 400 python3 bench/fmha_fixed_cost.py --out "$OUT/f" > "$OUT/f.log" 2>&1
+  tail -30 "$OUT/f.log" ;;
 suite)
   OUT="$OUT/suite" TEST_TIMEOUT=420 bash bench/h200/gpu_suite.sh ;;
 esac
