@@ -148,6 +148,9 @@ VARIANTS = {
     "dynamic_all": {"PERSISTENT": True, "ORDER": "dynamic"},
     # session 20: the dynamic order without a diagonal too (ncu, s20/n0: at 4x16x4096x128 our SMs
     # idle 6.7% of the main kernel's cycles against FA3's 4.3%, with the same 68-CTA last round)
+    # session 20: no -inf guard on the row maximum where no mask touches the block (FA3's
+    # Check_inf = false on its unmasked steps)
+    "no_inf_guard": {"UNMASKED_INF_GUARD": False},
     "dyn128": {"ORDER": {(64, False): "snake", (64, True): "dynamic", (128, False): "dynamic", (128, True): "dynamic"}},
     "dynamic_diag": {"PERSISTENT": True, "ORDER": _DYN_DIAG},
     "dyn_linear": {"SECTION_BYTES": 0},  # the dynamic order without L2 sections (query tile fastest, then head; the default before session 9)

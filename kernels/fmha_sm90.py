@@ -244,6 +244,12 @@ SOFTMAX_INTERLEAVED = {(64, False): True, (64, True): False, (128, False): False
 # and FA4's are None's), mean +4%: with a stale reference a row's largest P is no longer exactly 1
 # and rounds in bf16 like the others. So off: the issue's bound is the peers' error.
 RESCALE_THRESHOLD = None
+# the row maximum's -inf guard (a row with nothing yet subtracts 0, not -inf) in the softmax of
+# a block that no mask touches; False: there the maximum is taken as finite, as FA3's unmasked
+# steps do (Check_inf only with a mask). The same bits for finite inputs: every score of such a
+# block is a finite product, so its row maximum is finite; with infinite inputs the output is
+# NaN either way. A bool or a dict like TILES.
+UNMASKED_INF_GUARD = True
 # the element mask: False, each value's column index against the row's limits (a column index
 # per value, which LLVM hoists out of the key loop: registers held across it); True, the row's
 # limits relative to its first column against each value's offset from it, a constant while
@@ -564,13 +570,18 @@ def _rescale(acc_O: cute.Tensor, corr: cute.Tensor, conditional: cutlass.Constex
             O[r, None] = O[r, None].load() * corr[r]
 
 
-def _row_reference(m_old: F32, m_blk: F32, scale_log2: F32, threshold: cutlass.Constexpr):
+def _row_reference(m_old: F32, m_blk: F32, scale_log2: F32, threshold: cutlass.Constexpr, inf_guard: cutlass.Constexpr = True):
     """The online softmax's new reference for one row: (the maximum to keep, it times scale_log2
     for the exponents to subtract, whether the old one is kept). threshold None: the running
     maximum (a row with nothing yet subtracts 0); a number: the old reference while the block's
-    maximum exceeds it by at most `threshold` log2 units (RESCALE_THRESHOLD)."""
+    maximum exceeds it by at most `threshold` log2 units (RESCALE_THRESHOLD). inf_guard False:
+    the caller knows the maximum is finite (a block none of whose scores is masked, finite
+    inputs), so no select for a row with nothing yet (UNMASKED_INF_GUARD)."""
     m_new = cute.arch.fmax(m_old, m_blk)
-    m_safe = cutlass.select_(m_new == -F32.inf, F32(0.0), m_new) * scale_log2  # a row with nothing yet
+    if cutlass.const_expr(inf_guard):
+        m_safe = cutlass.select_(m_new == -F32.inf, F32(0.0), m_new) * scale_log2  # a row with nothing yet
+    else:
+        m_safe = m_new * scale_log2
     keep = None
     if cutlass.const_expr(threshold is not None):
         # (NaN when both are -inf, a row with nothing yet: not kept, as above)
@@ -615,7 +626,7 @@ class _FmhaSm90:
             self.mask_loops, self.section_bytes, self.p_smem, self.late_rescale, self.interleaved, self.mask_relative,
             self.stmatrix, tma_store, self.k_ahead, self.v_wait_late, self.cache_hints, self.q_stages, self.cluster,
             nvfp4_offload, nvfp4_fallback, o_in_v, self.rescale_threshold, self.trace, tail_split,
-            self.p_convert_next, o_direct, o_in_q,
+            self.p_convert_next, o_direct, o_in_q, self.inf_guard_unmasked,
         ) = config  # fmt: skip
         self.conditional_rescale = self.rescale_threshold is not None  # RESCALE_THRESHOLD: O's rescale under a warp vote
         # NVFP4_OFFLOAD: O's quantization by QUANTIZER_THREADS of the producer warpgroup (nvfp4_out only)
@@ -1812,7 +1823,7 @@ class _FmhaSm90:
             s_row = S[r, None].load()
             m_blk = quad_allreduce(s_row.reduce(cute.ReductionOp.MAX, -F32.inf, 0), fmax)
             m_old = row_max[r]
-            m_new, m_safe, keep = _row_reference(m_old, m_blk, scale_log2, self.rescale_threshold)
+            m_new, m_safe, keep = _row_reference(m_old, m_blk, scale_log2, self.rescale_threshold, masked or self.inf_guard_unmasked)
             # EXP2_FMA: some columns' exp2 by polynomial on the FMA units, the rest on MUFU
             from kernels.fmha import exp2_row  # (kernels.fmha imports this module)
 
@@ -1904,7 +1915,7 @@ class _FmhaSm90:
                 part[c % 4] = cute.arch.fmax(part[c % 4], S[r, c])
             m_blk = quad_allreduce(cute.arch.fmax(cute.arch.fmax(part[0], part[1]), cute.arch.fmax(part[2], part[3])), fmax)
             m_old = row_max[r]
-            m_new, m_safe, keep = _row_reference(m_old, m_blk, scale_log2, self.rescale_threshold)
+            m_new, m_safe, keep = _row_reference(m_old, m_blk, scale_log2, self.rescale_threshold, masked or self.inf_guard_unmasked)
             corr[r] = _correction(m_old, m_safe, scale_log2, keep)
             row_max[r] = m_new
             m_scaled.append(m_safe)
@@ -2321,6 +2332,7 @@ class Config(NamedTuple):
     p_convert_next: bool = False  # P_CONVERT_NEXT (with INTRA_WG_OVERLAP, P in registers)
     o_direct: bool = False  # O_DIRECT (the bf16/fp16 output only)
     o_in_q: bool = False  # O_IN_Q (with TMA_STORE, the bf16/fp16 output only; one Q buffer, a stage a consumer warpgroup)
+    inf_guard_unmasked: bool = True  # UNMASKED_INF_GUARD
 
 
 def _per_config(knob, head_dim: int, masked: bool):
@@ -2438,6 +2450,7 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
         INTRA_WG_OVERLAP and not p_smem and bool(_per_config(P_CONVERT_NEXT, head_dim, masked)),
         o_direct,
         o_in_q,
+        bool(_per_config(UNMASKED_INF_GUARD, head_dim, masked)),
     )  # fmt: skip
 
 

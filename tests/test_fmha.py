@@ -1226,6 +1226,21 @@ def test_gpu_o_direct(monkeypatch):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("d", [64, 128])
+def test_gpu_unmasked_inf_guard_keeps_the_bits(d, monkeypatch):
+    """UNMASKED_INF_GUARD off (no -inf guard on the row maximum of a block no mask touches) gives
+    the bits of the guarded softmax for finite inputs: persistent tiles, GQA, key and query tails,
+    fp16, causal (its unmasked loop), a window with a sink (the per-block decision), and the long
+    sequences that take the wide tile at D=128 and the tail split's pieces."""
+    torch = _cuda()
+    cases = _data_path_cases(torch) + [(1, 8192, 8192, 4, 4, torch.bfloat16, False, (-1, -1), False)]
+    if d == 128:
+        cases.append((1, 16384 + 128, 16384 + 128, 2, 2, torch.bfloat16, False, (-1, -1), False))
+    for case in cases:
+        _knob_keeps_the_bits(torch, monkeypatch, "UNMASKED_INF_GUARD", case, d, case[1] + d, 1, "guard")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d", [64, 128])
 def test_gpu_o_in_q(d, monkeypatch):
     """O_IN_Q: O through each consumer warpgroup's stage of the one Q buffer, each stage loaded
     and released by itself. The same arithmetic as O through its own buffer (only the ways of

@@ -17,6 +17,8 @@
 #   STEP=e  (a fourth machine) the dynamic order without a diagonal (dyn128), three passes against now
 #   STEP=f  (a fifth machine, FA3 installed) a launch's fixed cost, ours against FA3 and FA4:
 #           bench/fmha_fixed_cost.py (one and two 128-row tiles a CTA, 512-4096 keys, a line fit)
+#   STEP=g  (a sixth machine) UNMASKED_INF_GUARD off: its bit-identity GPU test, then no_inf_guard
+#           against now (three passes) on 4096, 1024, causal 4096 / 8192, the sink and 8192 (wide)
 #   STEP=suite  every GPU test (gpu_suite.sh)
 : "${OUT:?set OUT}"; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -51,6 +53,13 @@ e)
 f)
   timeout 400 python3 bench/fmha_fixed_cost.py --out "$OUT/f" > "$OUT/f.log" 2>&1
   tail -30 "$OUT/f.log" ;;
+g)
+  timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_fmha.py -k "unmasked_inf_guard" > "$OUT/g_tests.log" 2>&1
+  tail -3 "$OUT/g_tests.log"
+  mkdir -p "$OUT/g"
+  timeout 330 python3 bench/fmha_peers.py --out "$OUT/g" --skip-peers \
+    --variants now,no_inf_guard,now#2,no_inf_guard#2,now#3,no_inf_guard#3 --variant-cases 0,8,1,3,11,2 > "$OUT/g/peers.log" 2>&1
+  grep -h "^| \|failed\|rror" "$OUT/g/fmha_peers.md" "$OUT/g/peers.log" | cut -c1-160 | head -20 ;;
 suite)
   OUT="$OUT/suite" TEST_TIMEOUT=420 bash bench/h200/gpu_suite.sh ;;
 esac
