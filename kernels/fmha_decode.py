@@ -75,7 +75,9 @@ KEY_WARPS_ROWS = 16  # at most this many packed rows: one 16-row tile, the 4 war
 BLOCK_N = 64  # keys per streamed K/V tile
 STAGES = 3  # K/V tile pairs in shared memory: two blocks in flight while one is computed
 # the <= 16-row kernel's ring (one CTA an SM, so 227 KB of shared memory: up to 6 stages of 32 KB
-# at D = 128); it only streams, so its bytes in flight an SM are what bounds it
+# at D = 128). H200 (bench/h200/fmha_sched/s20/a, TFLOP/s): 4, 5 and 6 stages even with 3 on both
+# Sq = 1 rows (Sk = 4096: 17.3-17.4 all; Sk = 32768: 22.2-22.3 against 22.4): bytes in flight are
+# not what bounds it; bit-identical (test_gpu_key_warps_ring_depth_keeps_the_bits)
 KEY_WARPS_STAGES = 3
 THREADS = 128
 COMBINE_WARPS = 4  # combine: one warp per packed row, 4 rows per CTA

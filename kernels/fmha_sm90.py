@@ -248,7 +248,12 @@ RESCALE_THRESHOLD = None
 # a block that no mask touches; False: there the maximum is taken as finite, as FA3's unmasked
 # steps do (Check_inf only with a mask). The same bits for finite inputs: every score of such a
 # block is a finite product, so its row maximum is finite; with infinite inputs the output is
-# NaN either way. A bool or a dict like TILES.
+# NaN either way. A bool or a dict like TILES. Off, ptxas places fewer exp2s before the P V wait
+# (128 x 128: 7 of 66 instead of 17; causal's hot loop 4 instead of 7) and it is slower
+# everywhere (H200, s20/g, three passes, TFLOP/s, off against on): 4x16x4096x128 700.0-703.0 /
+# 706.7-709.1, 8x32x1024 618.1-623.4 / 627.8-629.9, causal 4096 661.5-663.5 / 664.0-666.0,
+# causal 8192 701.2-702.7 / 704.6-705.7, sink 701.3-703.0 / 704.8-705.5, 2x16x8192 (the wide
+# build) 705.3-709.3 / 725.7-728.4; bit-identical (test_gpu_unmasked_inf_guard_keeps_the_bits).
 UNMASKED_INF_GUARD = True
 # the element mask: False, each value's column index against the row's limits (a column index
 # per value, which LLVM hoists out of the key loop: registers held across it); True, the row's
@@ -2579,8 +2584,11 @@ SPLIT_RESCALE_THRESHOLD = None
 # 545.6 / 660.9. Off.
 SPLIT_PINGPONG = False
 # the packed split-KV kernel's key loop without a diagonal compiled without the element mask
-# (MASK_LOOPS' (128, False) choice for the main kernel, s19: +0.8..1.9%); False: the loop decides
-# per block at run time, as before session 20
+# (MASK_LOOPS' (128, False) choice for the main kernel, s19: +0.8..1.9%; its loop 781 -> 462 SASS
+# instructions); False: the loop decides per block at run time. Slower or even on the H200
+# (s20/c, three passes, TFLOP/s, on against off): Sq=16 Sk=32768 310.8-318.6 / 319.9-324.4,
+# Sq=128 Sk=32768 664.4-666.6 / 668.9-670.3, Sq=64 Sk=8192 552.9-556.6 / 546.4-558.7, Sq=16
+# Sk=4096 even; bit-identical (test_gpu_split_mask_loops_keeps_the_bits). Off.
 SPLIT_MASK_LOOPS = False
 
 
