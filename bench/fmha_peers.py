@@ -146,11 +146,11 @@ VARIANTS = {
     "diag_snake_pp": _cand(ORDER="snake", PINGPONG={(64, False): True, (64, True): False, (128, False): False, (128, True): True}),
     # session 6: the persistent kernel with FA3's dynamic tile scheduler (an atomic counter)
     "dynamic_all": {"PERSISTENT": True, "ORDER": "dynamic"},
-    # session 20: the dynamic order without a diagonal too (ncu, s20/n0: at 4x16x4096x128 our SMs
-    # idle 6.7% of the main kernel's cycles against FA3's 4.3%, with the same 68-CTA last round)
     # session 20: no -inf guard on the row maximum where no mask touches the block (FA3's
     # Check_inf = false on its unmasked steps)
     "no_inf_guard": {"UNMASKED_INF_GUARD": False},
+    # session 20: the dynamic order without a diagonal too (ncu, s20/n0: at 4x16x4096x128 our SMs
+    # idle 6.7% of the main kernel's cycles against FA3's 4.3%, with the same 68-CTA last round)
     "dyn128": {"ORDER": {(64, False): "snake", (64, True): "dynamic", (128, False): "dynamic", (128, True): "dynamic"}},
     "dynamic_diag": {"PERSISTENT": True, "ORDER": _DYN_DIAG},
     "dyn_linear": {"SECTION_BYTES": 0},  # the dynamic order without L2 sections (query tile fastest, then head; the default before session 9)
@@ -178,8 +178,8 @@ VARIANTS = {
     "dyn_d64c_192": {"TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)}, "MASK_LOOPS": False},
     # a third K/V buffer where shared memory has room (D=64: 96 KB -> 128 KB at 128 x 128, 144 KB at 192 x 128)
     "d64_stages3": {"STAGES": {(64, False): 3, (64, True): 3, (128, False): 2, (128, True): 2}},
-    "split_stages3": {"SPLIT_STAGES": 3},
-    "split_mask_loops": {"SPLIT_MASK_LOOPS": True},  # the packed split-KV kernel's loop without the element mask (no diagonal)  # the packed split-KV kernel (decode) with a third K/V buffer
+    "split_stages3": {"SPLIT_STAGES": 3},  # the packed split-KV kernel (decode) with a third K/V buffer
+    "split_mask_loops": {"SPLIT_MASK_LOOPS": True},  # the packed split-KV kernel's loop without the element mask (no diagonal)
     "no_combine_pdl": {"fmha_decode.COMBINE_PDL": False},  # COMBINE_PDL off (the default since session 8)
     "plain_combine": {"fmha_decode.COMBINE_PDL": False, "SPLIT_COMBINE_PDL_MAX": 0},  # every combine a plain launch (before session 11)
     "combine_pdl": {"fmha_decode.COMBINE_PDL": True},  # session 6-7's default
