@@ -4,8 +4,9 @@
 
 Why (session 20): under ncu at 4x16x4096x128 every SM of our main kernel was inactive for at
 least 26.7 k of its 1.328 M elapsed cycles (the busiest SM active 1.301 M), FA3's for 10.6 k of
-1.273 M: about 10 us a launch that no tile's work explains. Here B = 1 and H = 132 heads of D =
-128, so Sq = 128 is one 128-row tile per SM (both kernels are persistent with 132 CTAs) and Sq =
+1.273 M, which looked like about 10 us a launch that no tile's work explains. (It was not: the
+H200 run, bench/h200/fmha_sched/s20/f, found the intercepts even, 13.7 / 13.8 us, and the gap in
+the slope at two tiles a CTA.) Here B = 1 and H = 132 heads of D = 128, so Sq = 128 is one 128-row tile per SM (both kernels are persistent with 132 CTAs) and Sq =
 256 two; the time against the key count is a line whose intercept is what a launch costs
 beyond its key blocks (launch, prologue, the first loads, the epilogue, the drain) and whose
 slope is a key block's cost. Ours is `path="wgmma"` (the main kernel, 128 x 128 below
@@ -37,16 +38,26 @@ def line_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
     return my - slope * mx, slope
 
 
+def counts(text: str) -> list[int]:
+    """A comma-separated list of positive lengths (argparse type: a bad one is a usage error)."""
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of integers: {text!r}") from None
+    if any(v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(f"lengths must be positive: {text!r}")
+    return values
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
-    ap.add_argument("--sq", default="128,256")
-    ap.add_argument("--sk", default="512,1024,2048,3072,4096")
+    ap.add_argument("--sq", type=counts, default="128,256", help="query lengths (comma-separated)")
+    ap.add_argument("--sk", type=counts, default="512,1024,2048,3072,4096", help="key lengths (comma-separated)")
     args = ap.parse_args(argv)
-    sqs = [int(s) for s in args.sq.split(",")]
-    sks = [int(s) for s in args.sk.split(",")]
-    if len(sks) < 2:
-        ap.error("--sk needs at least two key counts for a line")
+    sqs, sks = args.sq, args.sk
+    if len(set(sks)) < 2:
+        ap.error("--sk needs at least two key counts, different ones, for a line")
 
     import torch
 

@@ -23,3 +23,10 @@ def test_one_key_count_is_refused_before_any_gpu_work(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         fmha_fixed_cost.main(["--out", str(tmp_path), "--sk", "4096"])
     assert exit_info.value.code == 2 and "at least two key counts" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad", [["--sk", "512,abc"], ["--sq", "0,128"], ["--sk", "1024,1024"]])
+def test_bad_lengths_are_usage_errors(bad, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        fmha_fixed_cost.main(["--out", str(tmp_path), *bad])
+    assert exit_info.value.code == 2 and "error:" in capsys.readouterr().err
