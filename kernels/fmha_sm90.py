@@ -64,6 +64,11 @@ from kernels.attention_parts import LN2, bshd_tensors, fake_arguments, finish_ro
 from kernels.cutedsl_compat import LayoutEnum, SmemAllocator
 
 # --- tuning knobs ---------------------------------------------------------------
+# A knob value becomes a default only after the builds it makes pass the sanitizer sweep
+# (`python bench/sanitizer_sweep.py --out DIR` on the H200: memcheck, racecheck, synccheck and
+# initcheck, 0 kernel errors) and the GPU suite; so does every variant bench/fmha_peers.py
+# times before it may replace a default. Issue 34: a hand-over that passed every bit-exact test
+# but that racecheck reported went in that way.
 # (query rows per CTA, keys per K/V tile) by head dim and whether a diagonal (causal/window)
 # is crossed; 64 query rows per consumer warpgroup. FA3 (hopper/tile_size.h) and FA4's sm90
 # path take 192 x 128 for D=64 (three consumers) and FA3 128 x 176 for D=128 without a mask.
@@ -162,12 +167,7 @@ PINGPONG = {(64, False): True, (64, True): True, (128, False): False, (128, True
 EPILOGUE_BARRIER = 1  # named barriers 1.. : one per consumer warpgroup (its O rows in shared memory)
 V_FREE_BARRIER = 4  # O_IN_V: every consumer warpgroup's last P V of the tile is complete (V's ring may take O)
 TURN_BARRIER = 5  # named barriers 5, 6 (, 7): PINGPONG's turns, one per consumer
-# ORDER "dynamic": named barriers 8 + 2 wg (the next tile's index is in shared memory: producer
-# -> consumer warpgroup wg) and 9 + 2 wg (wg has read it: wg -> producer), one pair per consumer
-# so that the consumers do not wait for each other at tile boundaries
-TILE_FULL_BARRIER = 8
-TILE_EMPTY_BARRIER = 9
-HANDOVER_THREADS = 32 + 128  # the producer warp and one consumer warpgroup
+# (ORDER "dynamic" hands the next tile's index over through two mbarriers: fetch_tile)
 # NVFP4_OFFLOAD: the producer warpgroup's warps 1 and 2 quantize O (warp 0 issues the loads)
 QUANTIZER_WARPS = (1, 2)
 QUANTIZER_THREADS = 32 * len(QUANTIZER_WARPS)  # one row of a warpgroup's 64 a thread
@@ -746,6 +746,7 @@ class _FmhaSm90:
             bar_k: cute.struct.MemRange[cutlass.Int64, 2 * stages]
             bar_v: cute.struct.MemRange[cutlass.Int64, 2 * stages]
             next_tile: cute.struct.MemRange[I32, 2]  # ORDER "dynamic": the producer's hand-over
+            bar_next: cute.struct.MemRange[cutlass.Int64, 2]  # and its mbarriers (index written, index read)
             bar_o: cute.struct.MemRange[cutlass.Int64, 2 * handoffs]  # NVFP4_OFFLOAD: (O rows given, taken back) a warpgroup
             o_tiles: cute.struct.MemRange[I32, fields * handoffs]  # and the hand-overs' fields
             bar_o_free: cute.struct.MemRange[cutlass.Int64, o_free]  # O_IN_V: O's TMA stores have read it
@@ -763,6 +764,7 @@ class _FmhaSm90:
                 bar_k: cute.struct.MemRange[cutlass.Int64, 2 * stages]
                 bar_v: cute.struct.MemRange[cutlass.Int64, 2 * stages]
                 next_tile: cute.struct.MemRange[I32, 2]
+                bar_next: cute.struct.MemRange[cutlass.Int64, 2]
                 bar_o: cute.struct.MemRange[cutlass.Int64, 2 * handoffs]
                 o_tiles: cute.struct.MemRange[I32, fields * handoffs]
                 bar_o_free: cute.struct.MemRange[cutlass.Int64, o_free]
@@ -1009,9 +1011,13 @@ class _FmhaSm90:
         sTrace = None  # TRACE_CTA_TIMES: the producer's last-load time
         if cutlass.const_expr(self.trace):
             sTrace = storage.trace_t.get_tensor(cute.make_layout((1,)))
-        sNext = None  # ORDER "dynamic": the next tile's index, from the producer to the consumers
+        sNext = None  # ORDER "dynamic": (the next tile's index, from the producer to the consumers; its mbarriers)
         if cutlass.const_expr(self.dynamic):
-            sNext = storage.next_tile.get_tensor(cute.make_layout((2,)))
+            sNext = (storage.next_tile.get_tensor(cute.make_layout((2,))), storage.bar_next.data_ptr())
+            if tidx == 0:
+                cute.arch.mbarrier_init(sNext[1], 1)  # written: the producer's first lane
+                cute.arch.mbarrier_init(sNext[1] + 1, 128 * self.consumer_wgs)  # read: every consumer thread
+                cute.arch.mbarrier_init_fence()  # (the pipelines' creation below synchronizes the CTA)
         sVt = cute.composition(sV, cute.make_ordered_layout((d, self.block_n, self.stages), order=(1, 0, 2)))  # (D, N, stage)
         handoff = None  # NVFP4_OFFLOAD: (the rows' coordinates, (field, warpgroup); the mbarriers; the Q ring, for the fallback)
         if cutlass.const_expr(self.offload):
@@ -1019,7 +1025,11 @@ class _FmhaSm90:
             if tidx == 0:
                 sTiles, bar_o = handoff[0], handoff[1]
                 for w in cutlass.range_constexpr(self.consumer_wgs):
-                    cute.arch.mbarrier_init(bar_o + 2 * w, 1)  # rows given: the warpgroup's first thread, once they are in
+                    # rows given: every thread of the warpgroup, once its rows are in (each arrives
+                    # after its own stores; one arrive after the warpgroup's barrier would order them
+                    # as well, by the PTX memory model, but racecheck does not follow a named barrier
+                    # into an mbarrier arrive and reports every row as a race)
+                    cute.arch.mbarrier_init(bar_o + 2 * w, 128)
                     cute.arch.mbarrier_init(bar_o + 2 * w + 1, QUANTIZER_THREADS)  # taken back: every quantizing thread
                     sTiles[3, w] = I32(1)  # the giver's phase: its first wait for the rows' return passes at once
                 cute.arch.mbarrier_init_fence()  # (the pipelines' creation below synchronizes the CTA)
@@ -1060,9 +1070,11 @@ class _FmhaSm90:
                 )  # fmt: skip
                 if cutlass.const_expr(self.dynamic):
                     tile = first_tile
+                    fetched = I32(0)  # (the hand-over's phase)
                     while tile < n_tiles:
                         q_state, state = load(tile, q_state, state)
-                        tile = self.fetch_tile(mCounters, sNext, ctas, n_tiles)
+                        tile = self.fetch_tile(mCounters, sNext, ctas, n_tiles, fetched)
+                        fetched = fetched + 1
                 elif cutlass.const_expr(self.persistent):
                     for unit in cutlass.range(first_unit, units, unit_stride, unroll=1):
                         q_state, state = load(self.unit_tile(unit, first_unit, unit_stride, units, rank, cluster), q_state, state)
@@ -1120,7 +1132,6 @@ class _FmhaSm90:
                 rP, corr, row_max, row_sum, tScS, ct, wg, tail,
             )  # fmt: skip
             if cutlass.const_expr(self.dynamic):
-                cute.arch.barrier_arrive(barrier_id=TILE_EMPTY_BARRIER + 2 * wg, number_of_threads=HANDOVER_THREADS)  # the slot starts empty
                 tile = first_tile
                 while tile < n_tiles:
                     q_state, state, tile = compute(tile, q_state, state)  # (the next tile: take_tile)
@@ -1401,13 +1412,13 @@ class _FmhaSm90:
             _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, state.index], False)
             self.mma_turn_done(wg)
             if cutlass.const_expr(self.dynamic):
-                next_tile = self.take_tile(sNext, n_tiles, wg)
+                next_tile = self.take_tile(sNext, n_tiles, q_state.count)
             warpgroup.wait_group(0)
             pipe_v.consumer_release(state)
             state.advance()
         else:
             if cutlass.const_expr(self.dynamic):
-                next_tile = self.take_tile(sNext, n_tiles, wg)
+                next_tile = self.take_tile(sNext, n_tiles, q_state.count)
         if cutlass.const_expr(self.o_last_v):
             # O_IN_V "last_v": O goes to the stage before the next one to load (the one of this
             # tile's last V, or of the last tile's O when this tile has no key block)
@@ -1484,29 +1495,36 @@ class _FmhaSm90:
         return unit
 
     @cute.jit
-    def fetch_tile(self, mCounters: cute.Tensor, sNext: cute.Tensor, ctas: I32, n_tiles: I32) -> I32:
+    def fetch_tile(self, mCounters: cute.Tensor, sNext, ctas: I32, n_tiles: I32, fetched: I32) -> I32:
         """ORDER "dynamic", the producer warp: the next tile of this CTA, also handed to its consumers.
 
         Tiles 0 .. ctas - 1 are the CTAs' first; the rest are handed out in the linear order
         by an atomic counter, each to the first CTA whose producer asks, i.e. whose loads of
         its current tile are all issued (its consumers are on that tile's last blocks): a CTA
-        that drew short tiles takes more of them. The index goes to the consumers through
-        shared memory once each has read the previous one (TILE_EMPTY/FULL_BARRIER, one pair
-        per consumer warpgroup; they take it with take_tile). The last CTA to draw an index
-        past the end (each draws exactly one) puts both counters back to zero for the next
-        launch: its acq_rel add orders every CTA's draws before its stores.
+        that drew short tiles takes more of them. The last CTA to draw an index past the end
+        (each draws exactly one) puts both counters back to zero for the next launch: its
+        acq_rel add orders every CTA's draws before its stores.
+
+        The index goes to the consumers through one shared-memory slot (sNext: the slot and two
+        mbarriers): the producer waits until every consumer thread has read the previous index
+        ("read", 128 arrivals a consumer warpgroup; its first wait, `fetched` = 0, passes at
+        once: the previous phase of a fresh mbarrier counts as complete), writes, and its first
+        lane arrives on "written", which take_tile waits on. Each access is ordered by an
+        arrive of the thread that made it and a wait of the thread that follows. (It was a pair
+        of named barriers a consumer warpgroup, bar.sync against bar.arrive each way: just as
+        correct by the PTX memory model, but compute-sanitizer's racecheck does not follow that
+        pattern and reported every hand-over as a race.)
         """
+        slot, bars = sNext
         lane = cute.arch.lane_idx()
         drawn = I32(0)
         if lane == 0:
             drawn = cute.arch.atomic_add(mCounters.iterator.llvm_ptr, I32(1), sem="relaxed", scope="gpu")
         tile = cute.arch.shuffle_sync(drawn, 0) + ctas
-        for w in cutlass.range_constexpr(self.consumer_wgs):
-            cute.arch.barrier(barrier_id=TILE_EMPTY_BARRIER + 2 * w, number_of_threads=HANDOVER_THREADS)
+        cute.arch.mbarrier_wait(bars + 1, (fetched & 1) ^ 1)  # every consumer has read the last index
         if lane == 0:
-            sNext[0] = tile
-        for w in cutlass.range_constexpr(self.consumer_wgs):
-            cute.arch.barrier_arrive(barrier_id=TILE_FULL_BARRIER + 2 * w, number_of_threads=HANDOVER_THREADS)
+            slot[0] = tile
+            cute.arch.mbarrier_arrive(bars)
         if tile >= n_tiles:
             if lane == 0:
                 done = cute.arch.atomic_add((mCounters.iterator + 1).llvm_ptr, I32(1), sem="acq_rel", scope="gpu")
@@ -1516,15 +1534,17 @@ class _FmhaSm90:
         return tile
 
     @cute.jit
-    def take_tile(self, sNext: cute.Tensor, n_tiles: I32, wg: I32) -> I32:
-        """ORDER "dynamic", a consumer warpgroup: its next tile, from the producer (fetch_tile).
+    def take_tile(self, sNext, n_tiles: I32, taken: I32) -> I32:
+        """ORDER "dynamic", a consumer thread: its next tile, from the producer (fetch_tile);
+        `taken`: the tiles this warpgroup took before (the hand-over's phase).
 
         Called while the current tile's last P V wgmma runs: the producer wrote the index
-        blocks ago (once its loads of this tile were issued), so the barrier rarely waits."""
-        cute.arch.barrier(barrier_id=TILE_FULL_BARRIER + 2 * wg, number_of_threads=HANDOVER_THREADS)
-        tile = sNext[0]
+        blocks ago (once its loads of this tile were issued), so the wait rarely waits."""
+        slot, bars = sNext
+        cute.arch.mbarrier_wait(bars, taken & 1)
+        tile = slot[0]
         if tile < n_tiles:  # (the producer writes no further index after the last)
-            cute.arch.barrier_arrive(barrier_id=TILE_EMPTY_BARRIER + 2 * wg, number_of_threads=HANDOVER_THREADS)
+            cute.arch.mbarrier_arrive(bars + 1)
         return tile
 
     @cute.jit
@@ -2004,7 +2024,7 @@ class _FmhaSm90:
         if cutlass.const_expr(self.offload):
             if ct % 128 == 0:
                 sTiles[3, wg] = sTiles[3, wg] ^ 1  # (read by the warpgroup before the barrier above)
-                cute.arch.mbarrier_arrive(bar_o + 2 * wg)
+            cute.arch.mbarrier_arrive(bar_o + 2 * wg)  # (every thread: its rows are in)
             return
         sO = cute.local_tile(sO, (64, d), (wg, 0))
         if cutlass.const_expr(self.nvfp4_out):
@@ -2125,7 +2145,7 @@ class _FmhaSm90:
         if handing:
             if ct % 128 == 0:
                 sTiles[3, wg] = sTiles[3, wg] ^ 1
-                cute.arch.mbarrier_arrive(bar_o + 2 * wg)
+            cute.arch.mbarrier_arrive(bar_o + 2 * wg)  # (every thread: its rows are in)
         else:
             if first < sq:
                 store_nvfp4(cute.local_tile(sQ_tile, (64, self.d), (wg, 0)), outputs, batch, head, first // 64, sq - first, ct % 128, 128)
@@ -2175,10 +2195,13 @@ class _FmhaSm90:
         """NVFP4_OFFLOAD: a consumer warpgroup past its last tile tells the quantizing warps (a
         hand-over without rows), once they have given back its last rows."""
         sTiles, bar_o = handoff[0], handoff[1]
+        # every thread arrives (the barrier counts the warpgroup); the first thread flipped the
+        # phase in sTiles[3] after the last epilogue's barrier, so the warpgroup meets again first
+        cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
+        cute.arch.mbarrier_wait(bar_o + 2 * wg + 1, sTiles[3, wg])
         if ct % 128 == 0:
-            cute.arch.mbarrier_wait(bar_o + 2 * wg + 1, sTiles[3, wg])
             sTiles[2, wg] = I32(-1)
-            cute.arch.mbarrier_arrive(bar_o + 2 * wg)
+        cute.arch.mbarrier_arrive(bar_o + 2 * wg)
 
     @cute.jit
     def partials_epilogue(
