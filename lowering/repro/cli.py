@@ -18,6 +18,7 @@ import json
 import sys
 import textwrap
 
+from lowering.closed_pipe import quiet_on_closed_stdout, stdout_closed
 from lowering.diagnostics import Diagnostic, LoweringError, SourceLocation
 from lowering.files import FileWriteError, check_writable, read_text, write_text
 from lowering.repro.cases import Case, load_cases
@@ -192,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
 COMMANDS = {"list": cmd_list, "run": cmd_run, "matrix": cmd_matrix, "report": cmd_report, "reduce": cmd_reduce}
 
 
+@quiet_on_closed_stdout
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -210,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{PROG}: error: {e}", file=sys.stderr)
         return 1
     except Exception as e:  # noqa: BLE001  (a bug of ours, said plainly, no traceback)
+        if stdout_closed(e):  # our reader went away (`| head -1`): quiet, as POSIX tools are
+            raise
         print(f"{PROG}: internal error: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
 
