@@ -21,7 +21,7 @@ import textwrap
 from lowering.closed_pipe import quiet_on_closed_stdout, stdout_closed
 from lowering.diagnostics import Diagnostic, LoweringError, SourceLocation
 from lowering.files import FileWriteError, check_writable, read_text, write_text
-from lowering.repro.cases import Case, load_cases
+from lowering.repro.cases import NOT_HERE, Case, load_cases
 from lowering.repro.runner import cutedsl_version, error_summary, release_python, run_cases
 
 PROG = "lowering-repro"
@@ -114,8 +114,8 @@ def cmd_run(args) -> int:
     print(f"{'case':36} {'arch':8} {'status':11} workaround")
     for r in records:
         print(f"{r['name']:36} {r['arch']:8} {r['status']:11} {r['workaround']}")
-        if r["status"] in ("changed", "not parsed"):  # the whole error line, wrapped at word boundaries
-            said = "now fails with: " if r["status"] == "changed" else "cannot parse the IR: "
+        if r["status"] in ("changed", "not parsed", NOT_HERE):  # the whole error line, wrapped at word boundaries
+            said = {"changed": "now fails with: ", "not parsed": "cannot parse the IR: ", NOT_HERE: ""}[r["status"]]
             print(textwrap.fill(said + error_summary(r["error"]), width=100, initial_indent="    ",
                                 subsequent_indent="      ", break_long_words=False, break_on_hyphens=False))
     return 0

@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 
 from lowering.files import write_text
-from lowering.repro.cases import REPRODUCERS, load_cases
+from lowering.repro.cases import NOT_HERE, REPRODUCERS, load_cases
 from lowering.repro.constructs import CONSTRUCTS, construct_ir
 from lowering.repro.releases import LEGEND, Notes, code_span, release_table, sorted_versions
 from lowering.repro.runner import error_summary, run_cases, run_jobs, worker_env
@@ -141,8 +141,12 @@ def run_matrix(versions: list[str], cache_dir: str | None, output: str, write: b
             broken[version] = str(e)
             print(f"matrix: {version}: not measured, nothing recorded: {e}", file=log)
             continue
+        for r in records:
+            if r["status"] == NOT_HERE:  # not measured: the recorded cell stays
+                print(f"matrix: {version}: {r['name']} {r['arch']} not measured: {r['error']}", file=log)
         measured[version] = {"package_ran": why_not is None, "package_error": why_not, "deps": deps,
-                             "records": [_summarized(r) for r in records], "survey": survey(python)}
+                             "records": [_summarized(r) for r in records if r["status"] != NOT_HERE],
+                             "survey": survey(python)}
         print(f"matrix: {version} done", file=log)
     data_path = Path(output).with_suffix(".json")
     recorded = json.loads(data_path.read_text(encoding="utf-8")) if data_path.exists() else {}
