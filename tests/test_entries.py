@@ -30,9 +30,7 @@ ENTRIES = [
     ("lowering-opt-list-passes", [str(BIN / "lowering-opt"), "--list-passes"]),
     ("lowering-opt-ir", [str(BIN / "lowering-opt"), EXAMPLE, "-p", "builtin.module(fptosi-to-ptx)"]),
     ("lowering-repro-list", [str(BIN / "lowering-repro"), "list"]),
-    ("lowering-repro-help", [str(BIN / "lowering-repro"), "--help"]),
     ("m-lowering.targets", [sys.executable, "-m", "lowering.targets"]),
-    ("m-lowering.targets-markdown", [sys.executable, "-m", "lowering.targets", "--markdown"]),
 ]
 
 
@@ -52,20 +50,16 @@ def test_closed_pipe_is_quiet(argv):
     proc.stdout.close()  # long before the interpreter has started: every write meets a closed pipe
     _, err = proc.communicate(timeout=300)
     assert err.decode() == "", err.decode()
-    if argv[-1] == "--help" and proc.returncode == 0:
-        return  # argparse swallows the write's OSError itself when stdout is unbuffered (PYTHONUNBUFFERED)
     assert proc.returncode == CLOSED_PIPE_STATUS
 
 
-@pytest.mark.parametrize("module", ["lowering.targets", "lowering.opt", "lowering.repro.cli", "lowering.run"])
-def test_python_m_has_no_runpy_warning(module):
-    """`python -m lowering.X` with warnings shown as errors: runpy's warning would fail it."""
-    args = {"lowering.targets": [], "lowering.opt": ["--list-passes"], "lowering.repro.cli": ["list"],
-            "lowering.run": ["--help"]}[module]
-    proc = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", module, *args],
+def test_python_m_lowering_targets_has_no_runpy_warning():
+    """With warnings as errors, runpy's warning would fail it (the other entries are covered by
+    the invariant below: the package imports none of them)."""
+    proc = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "lowering.targets"],
                           capture_output=True, text=True, env=_env(), cwd=REPO, timeout=300)
     assert "RuntimeWarning" not in proc.stderr and "found in sys.modules" not in proc.stderr, proc.stderr
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 0 and proc.stdout.startswith("CuTeDSL "), proc.stderr
 
 
 def test_the_package_imports_no_module_that_runs_as_main():
