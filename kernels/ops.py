@@ -35,7 +35,15 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-import torch
+try:
+    import torch
+except ModuleNotFoundError as e:  # torch is optional: say which extra brings it, not a bare import error
+    if e.name != "torch":
+        raise
+    raise ModuleNotFoundError(
+        "kernels.ops (the torch ops) needs torch, an optional dependency: install the extra `torch`, "
+        "pip install -e '.[torch]' (on a CPU-only machine install the CPU torch first: README, \"Torch ops\")",
+        name="torch") from None
 from torch import Tensor
 
 from kernels import fmha, fmha_decode, fmha_sm90, nvfp4

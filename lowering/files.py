@@ -81,7 +81,9 @@ def write_text(path: str, text: str) -> None:
         try:
             sys.stdout.write(text)
             sys.stdout.flush()
-        except OSError as e:  # a closed pipe, a full disk
+        except BrokenPipeError:
+            raise  # the reader went away (`| head`): the entry exits quietly (lowering/closed_pipe.py)
+        except OSError as e:  # a full disk
             raise FileWriteError(f"cannot write standard output: {e.strerror or e}") from None
         return
     write_bytes(path, text.encode("utf-8"))
@@ -124,7 +126,12 @@ def write_bytes(path: str, data: bytes) -> None:
     try:
         fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
     except OSError as e:
-        # mkstemp's errors name the temporary file; say it of the destination.
+        # mkstemp's errors name the temporary file; say it of the destination. Where the file
+        # exists, its directory is what refuses a new file (/proc: "No such file or
+        # directory" of a file that is there): say that, not the bare strerror.
+        if existing is not None:
+            raise FileWriteError(f"cannot write '{path}': its directory '{directory}' does not take the new file"
+                                 f" that replaces it in one step ({e.strerror or e})") from None
         raise FileWriteError(f"cannot write '{path}': {e.strerror or e}") from None
     try:
         with os.fdopen(fd, "wb") as f:

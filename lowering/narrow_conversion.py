@@ -6,15 +6,26 @@ from lowering.formats import NarrowFloat
 from lowering.mlir import element_type, ir
 from lowering.registry import flag, text
 from lowering.rewriting import Leave, RewritePass
-from lowering.targets import NEAREST_EVEN, check_target, lowers_natively
 from lowering.vectors import is_lane_vector
+
+# lowering.targets is imported where it is used, not here: this module is imported with the
+# package (lowering/__init__ -> pipeline -> passes), and `python -m lowering.targets` runs
+# that module as __main__ after the package's own import; had the package imported it,
+# runpy would warn ("found in sys.modules ... unpredictable behaviour") and run a second copy.
+
+
+def _check_target(arch: str) -> str:
+    from lowering.targets import check_target
+
+    return check_target(arch)
+
 
 ARCH_OPTIONS = (
     text(
         "arch",
         "",
         "target (e.g. sm_90a), one the installed CuTeDSL accepts; where it lowers the conversion natively it is left to it",
-        check=check_target,
+        check=_check_target,
     ),
     flag("prefer-hardware", True, "leave conversions the target has an instruction for to CuTeDSL"),
 )
@@ -33,9 +44,13 @@ class NarrowConversionPass(RewritePass):
         if ir.VectorType.isinstance(t) and not is_lane_vector(t):
             raise Leave(f"only scalars and 1-D fixed-length vectors are converted, not {t}")
 
-    def leave_if_native(self, fmt: NarrowFloat, op: ir.OpView, rounding: str = NEAREST_EVEN) -> None:
+    def leave_if_native(self, fmt: NarrowFloat, op: ir.OpView, rounding: str | None = None) -> None:
         """Leave `op` to CuTeDSL when the installed release converts exactly this (wide type,
-        shape, rounding) natively for the given arch (`lowering/targets.py`), and we may."""
+        shape, rounding: default to nearest even) natively for the given arch
+        (`lowering/targets.py`), and we may."""
+        from lowering.targets import NEAREST_EVEN, lowers_natively
+
+        rounding = rounding or NEAREST_EVEN
         arch = self.options["arch"]
         if not (arch and self.options["prefer-hardware"]):
             return

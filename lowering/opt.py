@@ -16,6 +16,7 @@ import argparse
 import re
 import sys
 
+from lowering.closed_pipe import quiet_on_closed_stdout, stdout_closed
 from lowering.diagnostics import Diagnostic, LoweringError, SourceBuffer, SourceLocation, from_mlir_error
 from lowering.files import STDIO, FileWriteError, read_text, write_text
 from lowering.pipeline import PIPELINE_BUFFER, Pipeline, PipelineResult
@@ -82,12 +83,15 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+@quiet_on_closed_stdout
 def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv)
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # noqa: BLE001  (last resort: a bug of ours, said plainly, no traceback)
+        if stdout_closed(e):  # our reader went away (`| head -1`): quiet, as POSIX tools are
+            raise
         print(f"lowering-opt: internal error: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
 

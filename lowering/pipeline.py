@@ -139,8 +139,11 @@ def parse_pipeline(text: str) -> list[Element]:
 
 
 def split_options(text: str, where: Element) -> list[tuple[str, str]]:
-    """`key=value key2="a b" flag` -> [(key, value), ...]."""
+    """`key=value key2="a b" flag` -> [(key, value), ...]; a key given twice is an error located
+    at its second use (as MLIR's own options: "may only occur zero or one times")."""
     pairs, pos = [], 0
+    # 1-based column of the options' first character: after `name{`
+    first_column = where.column + len(where.name) + 1
     while pos < len(text):
         while pos < len(text) and text[pos].isspace():
             pos += 1
@@ -165,6 +168,11 @@ def split_options(text: str, where: Element) -> list[tuple[str, str]]:
                 while pos < len(text) and not text[pos].isspace():
                     pos += 1
                 value = text[vstart:pos]
+        earlier = next((v for k, v in pairs if k == key), None)
+        if earlier is not None:
+            raise LoweringError(Diagnostic(
+                "error", f"option '{key}' of '{where.name}' given twice ({key}={earlier}, then {key}={value})",
+                SourceLocation(PIPELINE_BUFFER, 1, first_column + start)))
         pairs.append((key, value))
     return pairs
 
@@ -228,6 +236,11 @@ class Pipeline:
                 raise _located(f"'{element.name}' is a pass, not an op to nest a pipeline in", element)
             try:
                 options = info.parse_options(split_options(element.options or "", element))
+                # options that are wrong together (min above max): a pass may say so here,
+                # before any IR is touched, as a usage error
+                check = getattr(info.cls, "check_options", None)
+                if check is not None:
+                    check(options)
             except OptionError as e:
                 raise _located(str(e), element) from None
             self.steps.append(_Step(element, info, options))

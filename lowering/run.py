@@ -9,9 +9,11 @@ import os
 import runpy
 import sys
 
+from lowering.closed_pipe import quiet_on_closed_stdout
 from lowering.hook import AUTO, ENV_PIPELINE, install, install_from_env
 
 
+@quiet_on_closed_stdout
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help"):

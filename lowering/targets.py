@@ -32,6 +32,8 @@ import importlib.metadata
 import json
 from pathlib import Path
 
+from lowering.closed_pipe import quiet_on_closed_stdout
+
 TABLE_PATH = Path(__file__).with_name("native_conversions.json")
 
 OPS = ("truncf", "extf")
@@ -231,6 +233,7 @@ def rewrites_by_release() -> str:
     return "\n".join(lines)
 
 
+@quiet_on_closed_stdout
 def main(argv: list[str] | None = None) -> int:
     """`python -m lowering.targets [--release R | --markdown]`: what `auto` rewrites, per target."""
     import argparse

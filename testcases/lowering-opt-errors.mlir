@@ -9,6 +9,12 @@
 // RUN: not lowering-opt %S/Inputs/conversions.mlir -p 'builtin.module(fptosi-to-ptx{speed=11})' 2>&1 | filecheck %s --check-prefix=BADOPTION
 // BADOPTION: <pass-pipeline>:1:16: error: pass 'fptosi-to-ptx' has no option 'speed' (options: rounding, emit)
 
+// An option given twice is an error at its second use (MLIR's own options refuse it too).
+// RUN: not lowering-opt %S/Inputs/conversions.mlir -p 'builtin.module(fptosi-to-ptx{rounding=rni rounding=rmi})' 2>&1 | filecheck %s --check-prefix=TWICE
+// TWICE: <pass-pipeline>:1:43: error: option 'rounding' of 'fptosi-to-ptx' given twice (rounding=rni, then rounding=rmi)
+// TWICE-NEXT: builtin.module(fptosi-to-ptx{rounding=rni rounding=rmi})
+// TWICE-NEXT: {{^                                          \^$}}
+
 // RUN: not lowering-opt %S/Inputs/conversions.mlir -p 'builtin.module(fptosi-to-ptx,canonicalise)' 2>&1 | filecheck %s --check-prefix=UNKNOWN
 // UNKNOWN: <pass-pipeline>:1:30: error: 'canonicalise' does not refer to a registered pass or pass pipeline
 

@@ -14,6 +14,15 @@
 // RUN: filecheck --input-file=%t/out.mlir %s --check-prefix=KEPT
 // KEPT: {{^KEEP$}}
 
+// A file that exists in a directory that takes no new file (/proc, as root; another user is
+// refused first): said as such, not "No such file or directory" of a file that is there.
+// RUN: not lowering-opt %t/good.mlir -o /proc/version 2>&1 | filecheck %s --check-prefix=PROC
+// PROC: error: cannot write '/proc/version': {{its directory '/proc' does not take the new file that replaces it in one step|Permission denied}}
+// RUN: head -c 5 /proc/version | filecheck %s --check-prefix=PROCKEPT
+// PROCKEPT: Linux
+// (Here, before the first `diff`: lit's internal shell sets PYTHONPATH to lit's own folder
+// for the rest of a test once it runs its Python `diff`/`cat`.)
+
 // ... also when -o is the input file itself.
 // RUN: cp %t/bad.mlir %t/self.mlir
 // RUN: not lowering-opt %t/self.mlir -o %t/self.mlir

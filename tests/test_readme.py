@@ -20,7 +20,10 @@ The rule, also written for authors at the top of README's first code-bearing sec
 - any other block (output, a command synopsis with placeholders) is tagged something
   else (`text`, or no tag) and is not run.
 
-A block passes when it exits 0 within its time limit.
+A block passes when it exits 0 within its time limit and leaves the checkout as it found
+it: the copy is a git repository of its own, and `git status --porcelain` after the block
+must be what it was before (no tracked file modified, nothing untracked that .gitignore
+does not cover: issue 38, a reproducer example that wrote report.md into the root).
 """
 
 from __future__ import annotations
@@ -108,6 +111,7 @@ def repository_copy(destination: Path) -> Path:
     except (OSError, subprocess.CalledProcessError):
         ignore = shutil.ignore_patterns(".venv", ".git", "__pycache__", "Output", "*.egg-info")
         shutil.copytree(REPO, destination, ignore=ignore)
+        _commit_all(destination)
         return destination
     for name in filter(None, listed):
         source = REPO / name
@@ -115,7 +119,27 @@ def repository_copy(destination: Path) -> Path:
             target = destination / name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
+    _commit_all(destination)
     return destination
+
+
+def _git(work: Path, *args: str) -> str:
+    env = dict(os.environ, GIT_AUTHOR_NAME="readme-test", GIT_AUTHOR_EMAIL="readme-test@localhost",
+               GIT_COMMITTER_NAME="readme-test", GIT_COMMITTER_EMAIL="readme-test@localhost")
+    return subprocess.run(["git", *args], cwd=work, capture_output=True, text=True, check=True, env=env).stdout
+
+
+def _commit_all(work: Path) -> None:
+    """The copy as a fresh clone would be: every file committed, so that `git status` shows
+    what a README block changes in it."""
+    _git(work, "init", "-q")
+    _git(work, "add", "-A")
+    _git(work, "commit", "-q", "--no-verify", "-m", "the checkout under test")
+
+
+def checkout_changes(work: Path) -> str:
+    """`git status --porcelain` of the copy: tracked files modified, untracked ones not ignored."""
+    return _git(work, "status", "--porcelain", "--untracked-files=all")
 
 
 BLOCKS = [b for b in readme_blocks(README.read_text(encoding="utf-8")) if b.language in RUN_LANGUAGES]
@@ -149,10 +173,33 @@ def test_readme_block_runs(block: Block, tmp_path: Path):
         assert installed != text, f"README.md:{block.line}: marked 'installed' but does not start with the install line"
         text = installed
     work = repository_copy(tmp_path / "repo")
-    script = work / f".readme-block-{block.line}"
+    script = tmp_path / f"readme-block-{block.line}"  # outside the checkout: it must stay clean
     script.write_text(text, encoding="utf-8")
+    before = checkout_changes(work)
+    # the copy's packages first, as in a fresh clone (the script lies outside it)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(work), os.environ.get("PYTHONPATH")])))
     proc = subprocess.run([*RUN_LANGUAGES[block.language], str(script)], cwd=work, capture_output=True,
-                          text=True, timeout=TIMEOUT_S, env=dict(os.environ))
+                          text=True, timeout=TIMEOUT_S, env=env)
     assert proc.returncode == 0, (
         f"README.md:{block.line} ({block.language}) exited {proc.returncode}\n--- block\n{block.text}"
         f"--- stdout (tail)\n{proc.stdout[-3000:]}\n--- stderr (tail)\n{proc.stderr[-3000:]}")
+    changed = checkout_changes(work)
+    assert changed == before, (
+        f"README.md:{block.line} ({block.language}) changed the checkout it ran in (git status --porcelain):\n"
+        f"{changed}--- block\n{block.text}")
+
+
+def test_checkout_changes_sees_what_a_block_leaves(tmp_path):
+    """The check itself: a file written into the copy, or a tracked one modified, shows."""
+    work = tmp_path / "repo"
+    work.mkdir()
+    (work / "README.md").write_text("x\n")
+    (work / ".gitignore").write_text("ignored/\n")
+    _commit_all(work)
+    assert checkout_changes(work) == ""
+    (work / "ignored").mkdir()
+    (work / "ignored" / "out.txt").write_text("fine\n")
+    assert checkout_changes(work) == ""
+    (work / "report.md").write_text("new\n")
+    (work / "README.md").write_text("changed\n")
+    assert checkout_changes(work).splitlines() == [" M README.md", "?? report.md"]

@@ -52,7 +52,7 @@ def test_recorded_statuses_hold_for_the_installed_cutedsl():
     unrecorded = [c.name for c in CASES.values() if PINNED not in c.recorded]
     assert not unrecorded, (
         f"no status recorded for CuTeDSL {PINNED} in {unrecorded}: run "
-        f"`lowering-repro matrix --versions ...,{PINNED}` and commit reproducers/*/case.json"
+        f"`lowering-repro matrix --versions {PINNED} --write` and commit what it merged into reproducers/"
     )
     archs = sorted({a for c in CASES.values() for a in c.recorded[PINNED] if a != "host"})
     cases = [c for c in CASES.values() if HOST_CASES_APPLY or not c.host]
@@ -65,7 +65,7 @@ def test_recorded_statuses_hold_for_the_installed_cutedsl():
                               f"now {r['status']} / {r['workaround']}")
     assert not mismatches, (
         f"CuTeDSL {PINNED} no longer behaves as recorded; if a bug was fixed, update the record "
-        "(`lowering-repro matrix`, reproducers/*/case.json, MATRIX.md) and the facts sheet:\n  "
+        "(`lowering-repro matrix --versions X --write`: reproducers/*/case.json, MATRIX.md, MATRIX.json) and the facts sheet:\n  "
         + "\n  ".join(mismatches)
     )
 

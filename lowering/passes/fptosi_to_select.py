@@ -42,8 +42,8 @@ Options `min=`/`max=` (numbers: `-8`, `7.5`, `1e3`, `15/2`) promise that `%x`, t
 chain's input (the data before the clamps and the folded roundeven), lies in
 [min, max]. They intersect with the clamps: the promise acts first, then the IR's
 clamps, so for every input that keeps the promise the result is the op's own; with
-clamps and options both present, the tighter bound wins. `min` > `max` is left
-with a remark.
+clamps and options both present, the tighter bound wins. `min` > `max` is an error of
+the pipeline (`check_options`), refused before any IR is read.
 
 The function. Clamps, roundeven and the final truncation are monotone, so the
 conversion is a step function of `%x`: lo + the number of thresholds `%x` passes.
@@ -102,7 +102,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from lowering.mlir import arith, defining_op, element_type, ir
-from lowering.registry import Option, choice, register_pass, text
+from lowering.registry import Option, OptionError, choice, register_pass, text
 from lowering.rewriting import Leave, RewritePass
 
 INF = math.inf
@@ -391,6 +391,14 @@ class FptosiToSelect(RewritePass):
     def __init__(self, options, sink):
         super().__init__(options, sink)
         self.promise = (_number(options["min"]), _number(options["max"]))
+
+    @staticmethod
+    def check_options(options) -> None:
+        """min above max promises an empty range: the pipeline is wrong, whatever the IR."""
+        least, most = _number(options["min"]), _number(options["max"])
+        if least is not None and most is not None and least > most:
+            raise OptionError(f"option min={options['min']} is above max={options['max']}: no input can keep"
+                              " that promise")
 
     def match(self, op: ir.OpView) -> _Match:
         source = op.operands[0]

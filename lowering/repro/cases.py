@@ -16,8 +16,10 @@ from lowering.repro.runner import REPO_ROOT
 
 REPRODUCERS = REPO_ROOT / "reproducers"
 # reproduces: fails with the recorded error; fixed: compiles; changed: fails with another
-# error; not parsed: the release cannot parse the IR (written for a newer release).
-STATUSES = ("reproduces", "fixed", "changed", "not parsed")
+# error; not parsed: the release cannot parse the IR (written for a newer release); not here:
+# this machine lacks a feature the case needs (`requires`), so it was not compiled.
+NOT_HERE = "not here"
+STATUSES = ("reproduces", "fixed", "changed", "not parsed", NOT_HERE)
 WORKAROUNDS = ("ok", "fails", "none", "not measured")
 HOST = "host"  # the target of host-stage cases
 PARSE_ERROR = "parse error: "  # how worker.py starts the error of IR that does not parse
@@ -55,6 +57,20 @@ class Case:
         if workaround and self.workaround:
             job["workaround"] = self.workaround_for(arch)
         return job
+
+    @property
+    def requires(self) -> dict:
+        """What the machine must have for the case to show its failure (lowering/repro/features.py)."""
+        return self.meta.get("requires", {})
+
+    def missing_here(self) -> str | None:
+        """None where this machine has what the case needs, else the sentence that names what it lacks."""
+        from lowering.repro.features import missing
+
+        lacking = missing(self.requires)
+        if not lacking:
+            return None
+        return f"this case needs {' and '.join(lacking)}, which this machine lacks: not compiled here"
 
     @property
     def ir(self) -> str:

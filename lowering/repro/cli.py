@@ -2,7 +2,7 @@
 
     lowering-repro list
     lowering-repro run [NAME...] [--arch sm_90a,sm_100a] [--opt-level N] [--json]
-    lowering-repro matrix --versions 4.2.1,4.3.5,... [--cache-dir DIR] [-o reproducers/MATRIX.md]
+    lowering-repro matrix --versions 4.2.1,4.3.5,... [--write] [--cache-dir DIR] [-o reproducers/MATRIX.md]
     lowering-repro report NAME [--arch sm_90a] [--release 4.5.3] [-o FILE]
     lowering-repro reduce INPUT.mlir --error TEXT [--arch sm_90a] [-o OUTPUT.mlir]
 
@@ -18,9 +18,10 @@ import json
 import sys
 import textwrap
 
+from lowering.closed_pipe import quiet_on_closed_stdout, stdout_closed
 from lowering.diagnostics import Diagnostic, LoweringError, SourceLocation
 from lowering.files import FileWriteError, check_writable, read_text, write_text
-from lowering.repro.cases import Case, load_cases
+from lowering.repro.cases import NOT_HERE, Case, load_cases
 from lowering.repro.runner import cutedsl_version, error_summary, release_python, run_cases
 
 PROG = "lowering-repro"
@@ -28,9 +29,44 @@ ARGV_BUFFER = "<command-line>"
 
 
 class UsageError(Exception):
-    def __init__(self, message: str, column: int | None = None, text: str | None = None):
+    """The user's mistake: exit `status` (1; 2 for a release that is not one, as argparse's usage
+    errors), located in the option's text (`option`, `text`, `column`) where one is given."""
+
+    def __init__(self, message: str, column: int | None = None, text: str | None = None, option: str = "--arch",
+                 status: int = 1):
         super().__init__(message)
-        self.column, self.text = column, text
+        self.column, self.text, self.option, self.status = column, text, option, status
+
+
+def parse_versions(text: str | None) -> list[str]:
+    """'4.6.3,4.8.1' -> list; an entry that is not a release number is an error located in the text."""
+    from lowering.repro.venvs import ReleaseError, check_release
+
+    versions, column = [], 1
+    for part in (text or "").split(","):
+        if part.strip():
+            try:
+                versions.append(check_release(part.strip()))
+            except ReleaseError as e:
+                raise UsageError(str(e), column + len(part) - len(part.lstrip()), text, "--versions", 2) from None
+        column += len(part) + 1
+    if not versions:
+        raise UsageError("--versions needs at least one version, e.g. 4.8.1", status=2)
+    return versions
+
+
+def release_error(e, text: str) -> UsageError:
+    """A `venvs.ReleaseError` as the user's (a release that does not exist, located in --versions)
+    or, where the environment failed, said as such (exit 1)."""
+    if not e.usage:
+        return UsageError(str(e))
+    entries = text.split(",")
+    column = 1
+    for part in entries:
+        if part.strip() == e.release:
+            return UsageError(str(e), column + len(part) - len(part.lstrip()), text, "--versions", 2)
+        column += len(part) + 1
+    return UsageError(str(e), status=2)
 
 
 def parse_archs(text: str | None) -> list[str] | None:
@@ -78,8 +114,8 @@ def cmd_run(args) -> int:
     print(f"{'case':36} {'arch':8} {'status':11} workaround")
     for r in records:
         print(f"{r['name']:36} {r['arch']:8} {r['status']:11} {r['workaround']}")
-        if r["status"] in ("changed", "not parsed"):  # the whole error line, wrapped at word boundaries
-            said = "now fails with: " if r["status"] == "changed" else "cannot parse the IR: "
+        if r["status"] in ("changed", "not parsed", NOT_HERE):  # the whole error line, wrapped at word boundaries
+            said = {"changed": "now fails with: ", "not parsed": "cannot parse the IR: ", NOT_HERE: ""}[r["status"]]
             print(textwrap.fill(said + error_summary(r["error"]), width=100, initial_indent="    ",
                                 subsequent_indent="      ", break_long_words=False, break_on_hyphens=False))
     return 0
@@ -95,12 +131,14 @@ def cmd_matrix(args) -> int:
             raise UsageError(f"cannot read the measured data beside '{args.output}': {e.strerror}") from None
         print(f"wrote {args.output}")
         return 0
-    versions = [v.strip() for v in (args.versions or "").split(",") if v.strip()]
-    if not versions:
-        raise UsageError("--versions needs at least one version, e.g. 4.8.1")
-    run_matrix(versions, args.cache_dir, args.output, update_cases=not args.no_update, deps=args.deps, log=sys.stderr)
-    print(f"wrote {args.output}")
-    return 0
+    from lowering.repro.venvs import ReleaseError
+
+    versions = parse_versions(args.versions)  # every entry checked before any venv is made
+    try:
+        return run_matrix(versions, args.cache_dir, args.output, write=args.write, update_cases=not args.no_update,
+                          deps=args.deps, log=sys.stderr)
+    except ReleaseError as e:
+        raise release_error(e, args.versions) from None
 
 
 def cmd_report(args) -> int:
@@ -164,13 +202,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--arch", help="comma-separated targets (default: each case's own)")
     r.add_argument("--opt-level", type=int, default=3, choices=range(4))
     r.add_argument("--json", action="store_true", help="a JSON list of {name, arch, status, workaround, ...}")
-    m = sub.add_parser("matrix", help="run in a venv per CuTeDSL version, write a markdown table")
+    m = sub.add_parser("matrix", help="run in a venv per CuTeDSL version; compare with, or merge into, the record")
     m.add_argument("--versions", help="comma-separated nvidia-cutlass-dsl releases, e.g. 4.6.3,4.8.1")
+    m.add_argument("--write", action="store_true",
+                   help="merge the measured cells into <output>.json, <output> and the cases' case.json (every "
+                        "other recorded cell stays); without it nothing is written")
     m.add_argument("--render-only", action="store_true",
-                   help="rewrite MATRIX.md and the cases from the data of the last run (<output>.json)")
+                   help="rewrite MATRIX.md and the cases from the recorded data (<output>.json), measuring nothing")
     m.add_argument("--cache-dir", default=None, help="venvs go here (default ~/.cache/cute-lowering/venvs)")
     m.add_argument("-o", dest="output", default="reproducers/MATRIX.md")
-    m.add_argument("--no-update", action="store_true", help="leave the cases' recorded statuses alone")
+    m.add_argument("--no-update", action="store_true", help="with --write: leave the cases' case.json alone")
     m.add_argument("--deps", help="a folder put on PYTHONPATH in each release's venv with our package's own "
                                   "dependencies (numpy), where the venv has nvidia-cutlass-dsl alone")
     rep = sub.add_parser("report", help="a self-contained bug report (markdown)")
@@ -192,6 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
 COMMANDS = {"list": cmd_list, "run": cmd_run, "matrix": cmd_matrix, "report": cmd_report, "reduce": cmd_reduce}
 
 
+@quiet_on_closed_stdout
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -205,11 +247,13 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         if e.text is not None:
             where = SourceLocation(ARGV_BUFFER, 1, e.column or 1)
-            print(Diagnostic("error", f"{e} (in '--arch {e.text}')", where).format(), file=sys.stderr)
+            print(Diagnostic("error", f"{e} (in '{e.option} {e.text}')", where).format(), file=sys.stderr)
         else:
             print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 1
+        return e.status
     except Exception as e:  # noqa: BLE001  (a bug of ours, said plainly, no traceback)
+        if stdout_closed(e):  # our reader went away (`| head -1`): quiet, as POSIX tools are
+            raise
         print(f"{PROG}: internal error: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
 

@@ -1,16 +1,23 @@
 """`lowering-repro matrix`: the reproducers (and a survey of constructs) per CuTeDSL version.
 
-One venv per version under a cache dir (default ~/.cache/cute-lowering/venvs/<ver>,
-`pip install nvidia-cutlass-dsl==<ver>`, created when missing). In each, `lowering-repro
-run --json` runs with that version's bindings (our package on PYTHONPATH); where our
-package cannot import, the plain compiles run through the standalone worker and the
-workaround is recorded as `not measured`.
+One venv per version (`lowering/repro/venvs.py`: that nvidia-cutlass-dsl and our declared
+dependencies). In each, `lowering-repro run --json` runs with that version's bindings (our
+package on PYTHONPATH); where the bindings cannot host our passes (before 4.6:
+`PassManager.add` takes no Python-defined pass), the plain compiles run through the
+standalone worker and the workaround is recorded as `not measured`.
 
-Writes what was measured, errors included (`<output>.json`, e.g. reproducers/MATRIX.json),
-then from it `reproducers/MATRIX.md` and, per case, `recorded` in its `case.json`:
-version -> target -> {status, workaround, error, workaround_error}, each error the line
-that says what failed (`runner.error_summary`). `--render-only` redoes the last two
-from the JSON without compiling anything.
+Recorded results are data: `reproducers/MATRIX.json` (what was measured, errors included),
+`reproducers/MATRIX.md` (rendered from it) and, per case, `recorded` in its `case.json`
+(version -> target -> {status, workaround, error, workaround_error}). So:
+
+- without `--write` nothing is written: the run prints what it measured against the
+  record, cell by cell;
+- with `--write` the measured cells are merged in: a cell (version, case, target; for
+  the survey, version, construct, target, opt-level) that was measured replaces the
+  recorded one, every other cell stays as it was;
+- a version whose environment is broken (our package does not import in its venv, or
+  `run --json` fails there) is not measured at all, records nothing, and the run says
+  why and exits 1. `--render-only` redoes MATRIX.md and the cases from MATRIX.json.
 """
 
 from __future__ import annotations
@@ -22,51 +29,60 @@ import sys
 from pathlib import Path
 
 from lowering.files import write_text
-from lowering.repro.cases import load_cases
+from lowering.repro.cases import NOT_HERE, REPRODUCERS, load_cases
 from lowering.repro.constructs import CONSTRUCTS, construct_ir
-from lowering.repro.releases import LEGEND, Notes, code_span, release_table
-from lowering.repro.runner import error_summary, release_python, run_cases, run_jobs, worker_env
+from lowering.repro.releases import LEGEND, Notes, code_span, release_table, sorted_versions
+from lowering.repro.runner import error_summary, run_cases, run_jobs, worker_env
+from lowering.repro.venvs import venv_python
 
 SURVEY_ARCHS = ("sm_80", "sm_90a", "sm_100a")
 SURVEY_OPT_LEVELS = (0, 1, 2, 3)
+CELL_FIELDS = ("status", "workaround", "error", "workaround_error")
 
 
-def venv_python(version: str, cache_dir: str | None, log=sys.stderr) -> str:
-    python = release_python(version, cache_dir)
-    if python is not None:
-        return python
-    root = Path(cache_dir or os.path.expanduser("~/.cache/cute-lowering/venvs")) / version
-    print(f"matrix: creating {root} (pip install nvidia-cutlass-dsl=={version})", file=log)
-    subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
-    subprocess.run([str(root / "bin" / "python"), "-m", "pip", "install", "-q", f"nvidia-cutlass-dsl=={version}"],
-                   check=True)
-    (root / ".ok").touch()
-    return str(root / "bin" / "python")
+class NotMeasured(Exception):
+    """The release's environment is broken for us: nothing measured there may be recorded."""
 
 
 # Our package runs with a release when it imports there and the bindings take Python-defined
 # passes (PassManager.add(callable, ...): 4.6 on; before, add() takes a pipeline string only).
+# Exit 3: it does not import (the venv is broken for us); any other failure: the bindings.
 PACKAGE_PROBE = """
-import lowering.repro.cli, lowering.pipeline, lowering.passes
+import sys
+try:
+    import lowering.repro.cli, lowering.pipeline, lowering.passes
+except Exception as e:
+    print(f"{type(e).__name__}: {e}", file=sys.stderr)
+    sys.exit(3)
 from lowering.mlir import ir, passmanager
 with ir.Context():
     passmanager.PassManager("builtin.module").add(lambda op, p: None, name="Probe", argument="probe")
 """
+DOES_NOT_IMPORT = 3
 
 
 def package_runs(python: str, env: dict) -> str | None:
-    """None if our package runs with `python`'s CuTeDSL, else why not (the line of the error that says it)."""
+    """None if our package runs with `python`'s CuTeDSL, else why not (the line of the error that says it).
+
+    Raises NotMeasured where it does not even import: a venv without our dependencies
+    (numpy) says nothing about the release.
+    """
     proc = subprocess.run([python, "-c", PACKAGE_PROBE], capture_output=True, text=True, env=env)
     if proc.returncode == 0:
         return None
-    return error_summary(proc.stderr) or f"exit status {proc.returncode}"
+    why = error_summary(proc.stderr) or f"exit status {proc.returncode}"
+    if proc.returncode == DOES_NOT_IMPORT:
+        raise NotMeasured(f"our package does not import there ({why})")
+    return why
 
 
-def measure(version: str, python: str, deps: str | None = None, log=sys.stderr) -> tuple[list[dict], str | None]:
-    """`run --json` records for every case on every survey arch, and why our package did not run (None: it ran).
+def measure(version: str, python: str, deps: str | None = None, log=sys.stderr,
+            root: Path | None = None) -> tuple[list[dict], str | None]:
+    """`run --json` records for every case on every survey arch, and why our passes did not run (None: they ran).
 
     `deps`: a folder put on PYTHONPATH beside our package, holding its own dependencies
-    (numpy) for release venvs that have nvidia-cutlass-dsl alone.
+    (numpy) for release venvs that have nvidia-cutlass-dsl alone. Raises NotMeasured where
+    the environment is broken.
     """
     env = worker_env()
     if deps:
@@ -76,11 +92,12 @@ def measure(version: str, python: str, deps: str | None = None, log=sys.stderr) 
     if why_not is None:
         proc = subprocess.run([python, "-m", "lowering.repro.cli", "run", "--json", "--arch", archs],
                               capture_output=True, text=True, env=env)
-        if proc.returncode == 0:
-            return json.loads(proc.stdout), None
-        why_not = f"run --json failed: {error_summary(proc.stderr)}"
-    print(f"matrix: {version}: our package does not run ({why_not}); plain compiles only", file=log)
-    return run_cases(list(load_cases().values()), list(SURVEY_ARCHS), python=python, workaround=False), why_not
+        if proc.returncode != 0:
+            raise NotMeasured(f"`lowering-repro run --json` failed there: {error_summary(proc.stderr)}")
+        return json.loads(proc.stdout), None
+    print(f"matrix: {version}: our passes cannot run there ({why_not}); plain compiles only", file=log)
+    cases = list(load_cases(root or REPRODUCERS).values())
+    return run_cases(cases, list(SURVEY_ARCHS), python=python, workaround=False), why_not
 
 
 def survey(python: str) -> list[dict]:
@@ -105,42 +122,113 @@ def _summarized(record: dict) -> dict:
     }
 
 
-def run_matrix(versions: list[str], cache_dir: str | None, output: str, update_cases: bool = True,
-               deps: str | None = None, log=sys.stderr) -> None:
-    measured = {}
-    for version in versions:
-        python = venv_python(version, cache_dir, log)
-        records, why_not = measure(version, python, deps, log)
+def run_matrix(versions: list[str], cache_dir: str | None, output: str, write: bool = False,
+               update_cases: bool = True, deps: str | None = None, log=sys.stderr, out=None,
+               root: Path | None = None) -> int:
+    """Measure `versions`, print them against the record, and with `write` merge them in.
+
+    Every venv is made first (a release that does not exist fails before minutes of
+    compiling); exit status 1 when a version's environment was broken (nothing recorded
+    for it), else 0.
+    """
+    root, out = root or REPRODUCERS, out or sys.stdout
+    pythons = {version: venv_python(version, cache_dir, log) for version in versions}
+    measured, broken = {}, {}
+    for version, python in pythons.items():
+        try:
+            records, why_not = measure(version, python, deps, log, root)
+        except NotMeasured as e:
+            broken[version] = str(e)
+            print(f"matrix: {version}: not measured, nothing recorded: {e}", file=log)
+            continue
+        for r in records:
+            if r["status"] == NOT_HERE:  # not measured: the recorded cell stays
+                print(f"matrix: {version}: {r['name']} {r['arch']} not measured: {r['error']}", file=log)
         measured[version] = {"package_ran": why_not is None, "package_error": why_not, "deps": deps,
-                             "records": [_summarized(r) for r in records], "survey": survey(python)}
+                             "records": [_summarized(r) for r in records if r["status"] != NOT_HERE],
+                             "survey": survey(python)}
         print(f"matrix: {version} done", file=log)
     data_path = Path(output).with_suffix(".json")
-    data_path.parent.mkdir(parents=True, exist_ok=True)
-    write_text(str(data_path), json.dumps(measured, indent=1) + "\n")
-    render(measured, output, update_cases)
+    recorded = json.loads(data_path.read_text(encoding="utf-8")) if data_path.exists() else {}
+    print_comparison(measured, recorded, out)
+    if not measured:
+        print("matrix: nothing measured, nothing written", file=log)
+    elif write:
+        merged = merge(recorded, measured)
+        data_path.parent.mkdir(parents=True, exist_ok=True)
+        write_text(str(data_path), json.dumps(merged, indent=1) + "\n")
+        render(merged, output, update_cases, root, only=list(measured))
+        print(f"matrix: merged {', '.join(measured)} into {data_path}, {output}"
+              + (" and the cases' case.json" if update_cases else ""), file=log)
+    else:
+        print(f"matrix: nothing written (--write merges the measured cells into {data_path}, {output}"
+              " and the cases' case.json, keeping every other cell)", file=log)
+    for version, why in broken.items():
+        print(f"matrix: {version}: not recorded: {why}", file=log)
+    return 1 if broken else 0
 
 
-def render_from_json(output: str, update_cases: bool = True) -> None:
+def merge(recorded: dict, measured: dict) -> dict:
+    """MATRIX.json's data with `measured` merged in: a measured cell replaces its recorded one
+    (records by case and target, the survey by construct, target and opt-level), every other
+    cell and every other version stays; versions in release order."""
+    merged = {v: dict(data) for v, data in recorded.items()}
+    for version, new in measured.items():
+        old = merged.get(version, {})
+        records = {(r["name"], r["arch"]): r for r in old.get("records", [])}
+        records.update({(r["name"], r["arch"]): r for r in new["records"]})
+        survey_cells = {(r["name"], r["arch"], r["opt_level"]): r for r in old.get("survey", [])}
+        survey_cells.update({(r["name"], r["arch"], r["opt_level"]): r for r in new["survey"]})
+        merged[version] = {**old, **{k: v for k, v in new.items() if k not in ("records", "survey")},
+                           "records": list(records.values()), "survey": list(survey_cells.values())}
+    return {v: merged[v] for v in sorted_versions(merged)}
+
+
+def print_comparison(measured: dict, recorded: dict, out) -> None:
+    """Each measured version: its cells, those that differ from the record shown beside it."""
+    def shown(r: dict | None) -> str:
+        return f"{r['status']} / {r['workaround']}" if r else "not recorded"
+
+    for version, data in measured.items():
+        before = {(r["name"], r["arch"]): r for r in recorded.get(version, {}).get("records", [])}
+        differ = [r for r in data["records"] if shown(r) != shown(before.get((r["name"], r["arch"])))]
+        print(f"{version}: {len(data['records'])} cells measured, {len(data['records']) - len(differ)} as recorded"
+              + (", these differ:" if differ else ""), file=out)
+        for r in differ:
+            print(f"  {r['name']} {r['arch']}: {shown(r)} (recorded: {shown(before.get((r['name'], r['arch'])))})"
+                  + (f": {r['error']}" if r["status"] in ("changed", "not parsed") else ""), file=out)
+        survey_before = {(r["name"], r["arch"], r["opt_level"]): r["ok"]
+                         for r in recorded.get(version, {}).get("survey", [])}
+        moved = [r for r in data["survey"] if survey_before.get((r["name"], r["arch"], r["opt_level"])) != r["ok"]]
+        if moved:
+            print(f"  constructs: {len(moved)} of {len(data['survey'])} compiles differ from the record", file=out)
+
+
+def render_from_json(output: str, update_cases: bool = True, root: Path | None = None) -> None:
     data_path = Path(output).with_suffix(".json")
-    render(json.loads(data_path.read_text(encoding="utf-8")), output, update_cases)
+    render(json.loads(data_path.read_text(encoding="utf-8")), output, update_cases, root)
 
 
-def render(measured: dict, output: str, update_cases: bool = True) -> None:
-    """MATRIX.md and the cases' `recorded` from what `run_matrix` measured."""
+def render(measured: dict, output: str, update_cases: bool = True, root: Path | None = None,
+           only: list[str] | None = None) -> None:
+    """MATRIX.md from MATRIX.json's data, and the cases' `recorded` updated from it: the cells of
+    the versions in `only` (default: every version in `measured`) replace theirs, every other
+    recorded cell stays."""
     versions = list(measured)
-    cases = load_cases()
+    root = root or REPRODUCERS
+    cases = load_cases(root)
     if update_cases:
         for case in cases.values():
-            recorded = {}
-            for v in versions:
-                cells = {r["arch"]: {k: r[k] for k in ("status", "workaround", "error", "workaround_error")}
+            recorded = {v: dict(cells) for v, cells in case.recorded.items()}
+            for v in only if only is not None else versions:
+                cells = {r["arch"]: {k: r[k] for k in CELL_FIELDS}
                          for r in measured[v]["records"] if r["name"] == case.name}
                 if cells:
-                    recorded[v] = cells
+                    recorded.setdefault(v, {}).update(cells)
             meta = {k: val for k, val in case.meta.items() if k not in ("versions_failing", "versions_fixed")}
-            meta["recorded"] = recorded
+            meta["recorded"] = {v: recorded[v] for v in sorted_versions(recorded)}
             write_text(str(case.folder / "case.json"), json.dumps(meta, indent=2) + "\n")
-        cases = load_cases()
+        cases = load_cases(root)
 
     lines = [
         "# Reproducers across CuTeDSL releases",
