@@ -1,0 +1,250 @@
+"""Facts of the ops that compute values: sources (the thread index, constants, loads, collectives'
+results) and integer arithmetic, evaluated per thread where the operands are known.
+
+A mixin of `Uniformity` (`uniformity.py`), which walks the control flow and calls
+`_evaluate` on each op it visits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lowering.analysis.lattice import UNIFORM, Fact, Scope
+from lowering.analysis.launch import _int_attr
+from lowering.mlir import ir
+
+# --- sources -------------------------------------------------------------------------
+_CTA_UNIFORM_SREGS = (
+    "ctaid", "nctaid", "ntid", "clusterid", "nclusterid", "cluster.ctaid", "cluster.nctaid",
+    "cluster.ctarank", "cluster.nctarank", "nwarpid", "nsmid", "smid", "gridid", "envreg",
+)  # fmt: skip
+# results that differ per thread whatever their operands: atomics (each thread gets its own
+# old value), mbarrier polls, and loads that hand each lane its own piece (TMEM lanes, ldmatrix)
+_PER_THREAD_OPS = (
+    "llvm.atomicrmw", "llvm.cmpxchg", "nvvm.atomic", "nvvm.red.", "cute.atomic", "cute_nvgpu.atomic",
+    "nvvm.mbarrier.try_wait", "nvvm.mbarrier.test_wait", "nvvm.activemask", "nvvm.tcgen05.ld", "nvvm.ldmatrix",
+)  # fmt: skip
+
+_KINDS: dict[str, str] = {}
+
+
+def _kind_of(name: str) -> str:
+    """How the analysis treats an op by its name: a source of facts, arithmetic it evaluates, or generic."""
+    if name in ("arith.constant", "cute_nvgpu.arch.make_warp_uniform", "nvvm.shfl.sync", "nvvm.vote.sync",
+                "nvvm.redux.sync", "nvvm.elect.sync", "cute.memref.alloca") or name.startswith("nvvm.read.ptx.sreg."):
+        return "source"
+    if name.startswith(_PER_THREAD_OPS) or "load" in name or name.endswith(".ld") or ".ld." in name:
+        return "source"
+    if name in _BINARY or name in _CASTS or name in ("arith.cmpi", "arith.select"):
+        return "arith"
+    return "generic"
+
+
+# --- evaluation of integer arithmetic on known per-thread values ----------------------
+def _cmp(pred: int, a, b):
+    # arith.cmpi predicates: eq ne slt sle sgt sge ult ule ugt uge
+    ops = (np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal)
+    if pred < 6:
+        return ops[pred](a, b)
+    ua, ub = a.astype(np.uint64), b.astype(np.uint64)
+    return (np.less, np.less_equal, np.greater, np.greater_equal)[pred - 6](ua, ub)
+
+
+def _floordiv(a, b):
+    return np.floor_divide(a, b)
+
+
+def _truncdiv(a, b):
+    q = np.abs(a) // np.abs(b)
+    return np.where((a < 0) ^ (b < 0), -q, q)
+
+
+_BINARY = {
+    "arith.addi": np.add, "arith.subi": np.subtract, "arith.muli": np.multiply,
+    "arith.floordivsi": _floordiv, "arith.divsi": _truncdiv, "arith.divui": _floordiv,
+    "arith.ceildivsi": lambda a, b: -np.floor_divide(-a, b), "arith.ceildivui": lambda a, b: -np.floor_divide(-a, b),
+    "arith.remsi": lambda a, b: a - _truncdiv(a, b) * b, "arith.remui": np.remainder,
+    "arith.andi": np.bitwise_and, "arith.ori": np.bitwise_or, "arith.xori": np.bitwise_xor,
+    "arith.shli": np.left_shift, "arith.shrsi": np.right_shift, "arith.shrui": np.right_shift,
+    "arith.minsi": np.minimum, "arith.maxsi": np.maximum, "arith.minui": np.minimum, "arith.maxui": np.maximum,
+}  # fmt: skip
+_CASTS = ("arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast", "arith.index_castui", "arith.bitcast")
+
+
+
+class ArithFacts:
+    """The per-op half of the analysis: `_evaluate(op)` sets the facts of `op`'s results."""
+
+    def _set(self, value: ir.Value, fact: Fact) -> None:
+        if fact.values is not None and fact.values.ndim == 0 and not fact.shifted:
+            fact = Fact(Scope.CTA, fact.values)
+        self.facts[value] = fact
+
+    def _known(self, values: np.ndarray, why: str = "") -> Fact:
+        level = self.threads.level_of(values)
+        return Fact(level, values, why if level != Scope.CTA else "")
+
+    def _join(self, facts: list[Fact], why: str = "") -> Fact:
+        """A value that is one of `facts` (or computed from all of them)."""
+        worst, data = UNIFORM, False
+        for f in facts:
+            if f.level > worst.level or (f.level == worst.level and f.data and not worst.data):
+                worst = f
+            data = data or (f.data and f.level > Scope.CTA)
+        if worst.level == Scope.CTA:
+            return UNIFORM
+        return Fact(worst.level, None, worst.why or why, data)
+
+    def _default(self, op, operands: list[Fact]) -> Fact:
+        """A result computed from its operands by an op we do not evaluate."""
+        return self._join(operands) if operands else UNIFORM
+
+    def _evaluate(self, op) -> None:
+        if self._needed is not None and op not in self._needed:
+            return  # no fact the check reads depends on this op's results
+        results = op.results
+        if not len(results):
+            return
+        name = op.name
+        kind = _KINDS.get(name)
+        if kind is None:
+            kind = _KINDS[name] = _kind_of(name)
+        facts = self.facts
+        operands = [facts.get(v) or self.fact(v) for v in op.operands]
+        if kind != "source" and all(f is UNIFORM for f in operands):
+            for r in results:  # the common case (layouts, shapes, uniform scalars): no more to decide
+                facts[r] = UNIFORM
+            return
+        fact = None
+        if kind == "source":
+            fact = self._source(op, name, operands)
+        elif kind == "arith":
+            fact = self._arith(op, name, operands)
+        if fact is None:
+            fact = self._default(op, operands)
+        for r in results:
+            self._set(r, fact)
+
+    def _source(self, op, name: str, operands: list[Fact]) -> Fact | None:
+        t = self.threads
+        if name == "arith.constant":
+            try:
+                attr = op.attributes["value"]
+                if isinstance(attr, (ir.IntegerAttr, ir.BoolAttr)):
+                    return Fact(Scope.CTA, np.array(int(attr.value), dtype=np.int64))
+            except (KeyError, ValueError, TypeError):
+                pass
+            return UNIFORM
+        if name.startswith("nvvm.read.ptx.sreg."):
+            reg = name[len("nvvm.read.ptx.sreg.") :]
+            if reg in ("tid.x", "tid.y", "tid.z"):
+                axis = "xyz".index(reg[-1])
+                if not t.known and axis:
+                    return Fact(Scope.THREAD, None, f"the thread index ({reg})")
+                return self._known(t.tid[axis].copy(), f"the thread index ({reg})")
+            if reg == "laneid":
+                return self._known(t.lane.copy(), "the lane id")
+            if reg in ("ntid.x", "ntid.y", "ntid.z") and t.known:
+                return Fact(Scope.CTA, np.array(t.dims["xyz".index(reg[-1])], dtype=np.int64))
+            if reg in ("warpid",):
+                return Fact(Scope.WARP)
+            if any(reg == s or reg.startswith(s + ".") for s in _CTA_UNIFORM_SREGS):
+                return UNIFORM
+            return Fact(Scope.THREAD, None, f"the special register {reg}", data=True)
+        if name == "cute_nvgpu.arch.make_warp_uniform":
+            f = operands[0]
+            if f.known:
+                return f
+            return Fact(min(f.level, Scope.WARP), None, f.why)
+        if name == "nvvm.shfl.sync":
+            return self._shuffle(op, operands)
+        if name == "nvvm.vote.sync":
+            # every lane of the mask gets the same ballot / answer
+            return Fact(min(operands[1].level, Scope.WARP))
+        if name == "nvvm.redux.sync":
+            return Fact(min(operands[0].level, Scope.WARP))
+        if name == "nvvm.elect.sync":
+            # Full warp reaching it (elect.sync demands it): lane 0 is elected.
+            return self._known(t.lane == 0, "elect.sync (one lane of the warp)")
+        if name.startswith(_PER_THREAD_OPS):
+            return Fact(Scope.THREAD, None, f"the result of '{name}'", data=True)
+        if "load" in name or name.endswith(".ld") or ".ld." in name:
+            # A load through an address (and coordinate) uniform at a scope reads the same
+            # value there; through a per-thread address it may differ per thread.
+            joined = self._join(operands)
+            if joined.level > Scope.CTA:
+                return Fact(joined.level, None, f"a value loaded through a per-{joined.level.label} address ('{name}')", data=True)
+            return UNIFORM
+        if name == "cute.memref.alloca" and "smem" not in str(op.results[0].type) and operands == []:
+            # registers: each thread's own fragment; what it holds is per-thread data
+            return Fact(Scope.THREAD, None, "a per-thread register fragment", data=True)
+        return None
+
+    def _shuffle(self, op, operands: list[Fact]) -> Fact:
+        kind = str(op.attributes["kind"]) if "kind" in op.attributes else ""
+        value, offset = operands[1], operands[2]
+        if value.level <= Scope.WARP and not value.known:
+            return Fact(value.level)
+        if "idx" in kind and offset.level <= Scope.WARP:
+            return Fact(Scope.WARP)  # a broadcast from one lane: the same in the whole warp
+        return Fact(Scope.THREAD, None, f"a shuffle ({kind or 'shfl'}) of a per-thread value", value.data)
+
+    def _shifted(self, name: str, operands: list[Fact]) -> Fact | None:
+        """Integer arithmetic on values known up to a CTA-uniform term (`tidx + bidx * 128 < n`)."""
+        if any(f.data or (not f.known and not f.shifted and f.level > Scope.CTA) for f in operands):
+            return None
+        if all(f.level == Scope.CTA and not f.shifted for f in operands):
+            return UNIFORM
+        if not any(f.shifted or not f.known for f in operands):
+            return None
+        vals = [f.values if f.values is not None else np.array(0, dtype=np.int64) for f in operands]
+        why = next((f.why for f in operands if f.why), "")
+        if name in ("arith.addi", "arith.subi") and len(vals) == 2:
+            v = vals[0] + vals[1] if name == "arith.addi" else vals[0] - vals[1]
+            return Fact(self.threads.level_of(v), v, why, shifted=True)
+        if name == "arith.muli" and len(vals) == 2:
+            scale = [f for f in operands if f.known and f.values.ndim == 0]
+            if scale:
+                v = vals[0] * vals[1]
+                return Fact(self.threads.level_of(v), v, why, shifted=True)
+            return None
+        if name in _CASTS and len(vals) == 1:
+            return operands[0]
+        if name == "arith.cmpi" and len(vals) == 2:
+            # which side of an unknown threshold each thread falls: the threads differ
+            # exactly where the compared difference differs
+            level = self.threads.level_of(vals[0] - vals[1])
+            if level == Scope.CTA:
+                return UNIFORM
+            return Fact(level, None, why, split=True)
+        return None
+
+    def _arith(self, op, name: str, operands: list[Fact]) -> Fact | None:
+        if not operands:
+            return None
+        if not all(f.known for f in operands):
+            return self._shifted(name, operands)
+        vals = [f.values for f in operands]
+        why = next((f.why for f in operands if f.why), "")
+        try:
+            with np.errstate(all="ignore"):
+                if name in _BINARY and len(vals) == 2:
+                    if name.startswith(("arith.floordiv", "arith.div", "arith.ceildiv", "arith.rem")) and (vals[1] == 0).any():
+                        return None
+                    if name in ("arith.shli", "arith.shrsi", "arith.shrui") and ((vals[1] < 0) | (vals[1] > 62)).any():
+                        return None
+                    return self._known(_BINARY[name](vals[0], vals[1]), why)
+                if name == "arith.cmpi":
+                    pred = _int_attr(op, "predicate")
+                    if pred is None:
+                        return None
+                    return self._known(_cmp(pred, vals[0], vals[1]).astype(np.int64), why)
+                if name == "arith.select" and len(vals) == 3:
+                    return self._known(np.where(vals[0] != 0, vals[1], vals[2]), why)
+                if name in _CASTS and len(vals) == 1:
+                    return self._known(vals[0], why)
+        except (TypeError, ValueError, OverflowError):
+            return None
+        return None
+
+    # -- control ---------------------------------------------------------------------
