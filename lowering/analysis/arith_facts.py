@@ -7,6 +7,8 @@ A mixin of `Uniformity` (`uniformity.py`), which walks the control flow and call
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from lowering.analysis.lattice import UNIFORM, Fact, Scope
@@ -18,6 +20,8 @@ _CTA_UNIFORM_SREGS = (
     "ctaid", "nctaid", "ntid", "clusterid", "nclusterid", "cluster.ctaid", "cluster.nctaid",
     "cluster.ctarank", "cluster.nctarank", "nwarpid", "nsmid", "smid", "gridid", "envreg",
 )  # fmt: skip
+# of those, the ones that differ between the CTAs of one cluster (uniform per CTA, not per cluster)
+_CLUSTER_VARYING_SREGS = ("ctaid", "cluster.ctaid", "cluster.ctarank", "smid")
 # results that differ per thread whatever their operands: atomics (each thread gets its own
 # old value), mbarrier polls, and loads that hand each lane its own piece (TMEM lanes, ldmatrix)
 _PER_THREAD_OPS = (
@@ -68,6 +72,25 @@ _BINARY = {
     "arith.shli": np.left_shift, "arith.shrsi": np.right_shift, "arith.shrui": np.right_shift,
     "arith.minsi": np.minimum, "arith.maxsi": np.maximum, "arith.minui": np.minimum, "arith.maxui": np.maximum,
 }  # fmt: skip
+_MINMAX = ("arith.minsi", "arith.maxsi", "arith.minui", "arith.maxui")
+_ZERO = np.array(0, dtype=np.int64)
+_CLUSTER_VARYING = Fact(Scope.CTA, cluster=True)
+_FRAGMENT_LOADS = ("cute.memref.load", "cute.memref.load_vec")
+
+
+def _threshold_key(pred: int | None, diff, g: int):
+    """Per thread, what decides `diff + g*m <pred> 0` over every integer m: threads with the
+    same key decide alike for every m (`<`/`>=`: floor(diff/g); `<=`/`>`: ceil(diff/g);
+    `==`/`!=`: diff/g where g divides diff, else a key shared by no multiple)."""
+    if g == 1:
+        return diff
+    if pred in (2, 5, 6, 9):  # slt sge ult uge
+        return np.floor_divide(diff, g)
+    if pred in (3, 4, 7, 8):  # sle sgt ule ugt
+        return -np.floor_divide(-diff, g)
+    return np.where(diff % g == 0, diff // g, np.iinfo(np.int64).min)
+
+
 _CASTS = ("arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast", "arith.index_castui", "arith.bitcast")
 
 
@@ -92,7 +115,7 @@ class ArithFacts:
                 worst = f
             data = data or (f.data and f.level > Scope.CTA)
         if worst.level == Scope.CTA:
-            return UNIFORM
+            return _CLUSTER_VARYING if any(f.cluster for f in facts) else UNIFORM
         return Fact(worst.level, None, worst.why or why, data)
 
     def _default(self, op, operands: list[Fact]) -> Fact:
@@ -110,7 +133,10 @@ class ArithFacts:
         if kind is None:
             kind = _KINDS[name] = _kind_of(name)
         facts = self.facts
-        operands = [facts.get(v) or self.fact(v) for v in op.operands]
+        if self._assumed:
+            operands = [self.fact(v) for v in op.operands]
+        else:
+            operands = [facts.get(v) or self.fact(v) for v in op.operands]
         if kind != "source" and all(f is UNIFORM for f in operands):
             for r in results:  # the common case (layouts, shapes, uniform scalars): no more to decide
                 facts[r] = UNIFORM
@@ -148,6 +174,8 @@ class ArithFacts:
                 return Fact(Scope.CTA, np.array(t.dims["xyz".index(reg[-1])], dtype=np.int64))
             if reg in ("warpid",):
                 return Fact(Scope.WARP)
+            if any(reg == s or reg.startswith(s + ".") for s in _CLUSTER_VARYING_SREGS):
+                return _CLUSTER_VARYING
             if any(reg == s or reg.startswith(s + ".") for s in _CTA_UNIFORM_SREGS):
                 return UNIFORM
             return Fact(Scope.THREAD, None, f"the special register {reg}", data=True)
@@ -168,6 +196,8 @@ class ArithFacts:
             return self._known(t.lane == 0, "elect.sync (one lane of the warp)")
         if name.startswith(_PER_THREAD_OPS):
             return Fact(Scope.THREAD, None, f"the result of '{name}'", data=True)
+        if name in _FRAGMENT_LOADS and operands and "rmem" in str(op.operands[0].type):
+            return self._fragment_load(op, operands)
         if "load" in name or name.endswith(".ld") or ".ld." in name:
             # A load through an address (and coordinate) uniform at a scope reads the same
             # value there; through a per-thread address it may differ per thread.
@@ -189,41 +219,115 @@ class ArithFacts:
             return Fact(Scope.WARP)  # a broadcast from one lane: the same in the whole warp
         return Fact(Scope.THREAD, None, f"a shuffle ({kind or 'shfl'}) of a per-thread value", value.data)
 
-    def _shifted(self, name: str, operands: list[Fact]) -> Fact | None:
-        """Integer arithmetic on values known up to a CTA-uniform term (`tidx + bidx * 128 < n`)."""
+    def _shifted(self, op, name: str, operands: list[Fact]) -> Fact | None:
+        """Integer arithmetic on values known up to a CTA-uniform term that is a multiple of a
+        known divisor (`tidx + bidx * 128 < n * 32`: the unknown terms differ by multiples of
+        32, so the comparison is the same in every lane of a warp)."""
         if any(f.data or (not f.known and not f.shifted and f.level > Scope.CTA) for f in operands):
             return None
-        if all(f.level == Scope.CTA and not f.shifted for f in operands):
-            return UNIFORM
-        if not any(f.shifted or not f.known for f in operands):
-            return None
-        vals = [f.values if f.values is not None else np.array(0, dtype=np.int64) for f in operands]
+        if any(f.split for f in operands):
+            return self._split(name, operands)
+        cluster = any(f.cluster for f in operands)
+        # each operand as (its known part, the divisor of its unknown part; 0: none)
+        parts = [(f.values, 0) if f.known else (f.values, f.divisor) if f.shifted else (_ZERO, 1) for f in operands]
+        vals = [p[0] for p in parts]
         why = next((f.why for f in operands if f.why), "")
         if name in ("arith.addi", "arith.subi") and len(vals) == 2:
             v = vals[0] + vals[1] if name == "arith.addi" else vals[0] - vals[1]
-            return Fact(self.threads.level_of(v), v, why, shifted=True)
-        if name == "arith.muli" and len(vals) == 2:
-            scale = [f for f in operands if f.known and f.values.ndim == 0]
-            if scale:
-                v = vals[0] * vals[1]
-                return Fact(self.threads.level_of(v), v, why, shifted=True)
-            return None
+            return self._shift(v, math.gcd(parts[0][1], parts[1][1]), why, cluster)
+        if name in ("arith.muli", "arith.shli") and len(vals) == 2:
+            scale = operands[1] if name == "arith.shli" else next((f for f in operands if f.known and f.values.ndim == 0), None)
+            if scale is None or not scale.known or scale.values.ndim:
+                return None
+            c = int(scale.values) if name == "arith.muli" else (1 << int(scale.values) if 0 <= int(scale.values) < 62 else None)
+            if c is None:
+                return None
+            other = parts[1] if name == "arith.muli" and operands[0] is scale else parts[0]
+            return self._shift(other[0] * c, other[1] * abs(c), why, cluster)
         if name in _CASTS and len(vals) == 1:
             return operands[0]
-        if name == "arith.cmpi" and len(vals) == 2:
-            # which side of an unknown threshold each thread falls: the threads differ
-            # exactly where the compared difference differs
-            level = self.threads.level_of(vals[0] - vals[1])
+        if name in _MINMAX and len(vals) == 2:
+            # min(lane, n): the lane where n is large, n where it is small
+            level = max(self.threads.level_of(np.broadcast_to(v, (self.threads.count,))) for v in vals)
             if level == Scope.CTA:
-                return UNIFORM
+                return _CLUSTER_VARYING if cluster else UNIFORM
+            return Fact(level, None, why, split=True)
+        if name == "arith.cmpi" and len(vals) == 2:
+            # which side of an unknown threshold each thread falls: the threads differ exactly
+            # where the compared difference, in units of the unknown term's divisor, differs
+            g = math.gcd(parts[0][1], parts[1][1]) or 1
+            level = self.threads.level_of(np.broadcast_to(_threshold_key(_int_attr(op, "predicate"), vals[0] - vals[1], g),
+                                                          (self.threads.count,)))
+            if level == Scope.CTA:
+                return _CLUSTER_VARYING if cluster else UNIFORM
             return Fact(level, None, why, split=True)
         return None
+
+    def _shift(self, v, divisor: int, why: str, cluster: bool) -> Fact:
+        if divisor == 0:
+            return self._known(v, why)
+        level = self.threads.level_of(v) if np.ndim(v) else Scope.CTA
+        if level == Scope.CTA and divisor == 1:
+            return _CLUSTER_VARYING if cluster else UNIFORM  # an unknown uniform value, nothing more
+        return Fact(level, v, why if level > Scope.CTA else "", shifted=True, divisor=divisor, cluster=cluster)
+
+    def _split(self, name: str, operands: list[Fact]) -> Fact | None:
+        """Arithmetic on a value that splits its groups for some values of its uniform inputs
+        (`min(lane, n)`) and on uniform values: the result splits them too."""
+        if any(f.level > Scope.CTA and not f.split for f in operands):
+            return None
+        if name in ("arith.addi", "arith.subi") or name in _CASTS or name in _MINMAX:
+            pass
+        elif name == "arith.cmpi" and not any(f.known for f in operands):
+            pass  # against an unknown threshold (against a constant, the split may not show)
+        elif name == "arith.muli" and any(f.known and f.values.ndim == 0 and int(f.values) != 0 for f in operands):
+            pass
+        else:
+            return None
+        worst = max((f for f in operands if f.split), key=lambda f: f.level)
+        return Fact(worst.level, None, worst.why, split=True)
 
     def _arith(self, op, name: str, operands: list[Fact]) -> Fact | None:
         if not operands:
             return None
+        if any(f.choices for f in operands):
+            fact = self._on_choices(op, name, operands)
+            if fact is not None:
+                return fact
         if not all(f.known for f in operands):
-            return self._shifted(name, operands)
+            return self._shifted(op, name, operands)
+        return self._exact(op, name, operands)
+
+    def _on_choices(self, op, name: str, operands: list[Fact]) -> Fact | None:
+        """Arithmetic on a value that is one of several per-thread arrays (and on known values):
+        evaluated on each."""
+        which = [i for i, f in enumerate(operands) if f.choices]
+        if len(which) != 1 or not all(f.known for i, f in enumerate(operands) if i != which[0]):
+            return None
+        results = []
+        for choice in operands[which[0]].choices:
+            f = self._exact(op, name, [self._known(choice) if i == which[0] else g for i, g in enumerate(operands)])
+            if f is None or not f.known:
+                return None
+            results.append(f)
+        return self.choose(results, operands[which[0]].why)
+
+    def choose(self, facts: list[Fact], why: str = "") -> Fact:
+        """A value that is exactly one of `facts` (all known), a CTA-uniform input deciding which."""
+        arrays = []
+        for f in facts:
+            if not any(np.array_equal(f.values, a) for a in arrays):
+                arrays.append(f.values)
+        if len(arrays) == 1:
+            return facts[0]
+        level = max(f.level for f in facts)
+        if level == Scope.CTA:
+            return UNIFORM
+        n = self.threads.count
+        return Fact(level, None, why or next((f.why for f in facts if f.why), ""), split=True,
+                    choices=tuple(np.broadcast_to(a, (n,)) for a in arrays))
+
+    def _exact(self, op, name: str, operands: list[Fact]) -> Fact | None:
         vals = [f.values for f in operands]
         why = next((f.why for f in operands if f.why), "")
         try:

@@ -48,6 +48,11 @@ class Fact:
     data: bool = False  # varies through memory, not through the thread index alone
     shifted: bool = False  # `values` plus one unknown CTA-uniform term (`tidx + bidx * 128`)
     split: bool = False  # a comparison of a shifted value: splits its `level` groups for some inputs
+    divisor: int = 1  # with `shifted`: the unknown term is a multiple of it (`bidx * 128`: 128)
+    cluster: bool = False  # CTA-uniform, but may differ between the CTAs of a cluster (`cluster.ctarank`)
+    # the value is exactly one of these per-thread arrays, which one decided by a CTA-uniform
+    # input (`lim = lane if n > 0 else 31 - lane`); `values` is then None, `split` set
+    choices: tuple | None = None
 
     @property
     def known(self) -> bool:
@@ -129,6 +134,8 @@ class Condition:
     masks: tuple[np.ndarray, ...] | None = None  # threads that pass, per alternative; None: not known
     data: bool = False
     split: bool = False  # not known, but splits groups of `level` for some values of its uniform inputs
+    exit: bool = False  # "has not exited": some threads executed `exit` before this point
+    cluster: bool = False  # CTA-uniform, but may differ between the CTAs of a cluster
 
     @property
     def known(self) -> bool:

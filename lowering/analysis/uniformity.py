@@ -31,11 +31,14 @@ invariance: a collective is fine when every thread of its group reaches it toget
 
 from __future__ import annotations
 
+import contextlib
+import math
 from typing import Callable
 
 import numpy as np
 
-from lowering.analysis.arith_facts import ArithFacts, _kind_of  # noqa: F401
+from lowering.analysis.arith_facts import _FRAGMENT_LOADS, ArithFacts, _kind_of  # noqa: F401
+from lowering.analysis.fragments import FragmentFacts, fragment_root
 from lowering.analysis.lattice import (  # noqa: F401  (re-exported: the analysis' public names)
     _MAX_FIXPOINT_ROUNDS, _MAX_LOOP_ALTERNATIVES, MAX_THREADS, UNIFORM, WARP_SIZE, WARPGROUP_SIZE,
     Condition, Fact, Reached, Scope, Threads, alternatives, condition_location, threads_reaching,
@@ -45,9 +48,11 @@ from lowering.mlir import ir
 
 # the terminators whose operands the walk reads: yields (scf.if/for/while/index_switch
 # results, loop-carried values) and branches (block arguments, branch conditions)
+_MAX_UNROLL = 16  # a constant-count loop with known carried values runs iteration by iteration up to this
+
 _READ_TERMINATORS = frozenset({"scf.yield", "scf.condition", "cf.br", "cf.cond_br"})
 
-class Uniformity(ArithFacts):
+class Uniformity(ArithFacts, FragmentFacts):
     """The facts of one GPU function. `watch(op)` selects the ops whose conditions are kept in `reached`.
 
     With `watch_names` and no `watch` (what check-collectives asks), only the facts a check
@@ -72,6 +77,8 @@ class Uniformity(ArithFacts):
         self.reached: list[Reached] = []
         self._recording = True
         self.exits: list[tuple[ir.Operation, tuple[Condition, ...]]] = []
+        self._under: dict = {}  # value -> ((condition value, which way, its fact there), ...)
+        self._assumed: dict = {}  # condition value -> the way it went, on the path walked now
         body = func_op.regions[0]
         if len(body.blocks):
             for arg in body.blocks[0].arguments:
@@ -84,7 +91,25 @@ class Uniformity(ArithFacts):
 
     # -- queries ---------------------------------------------------------------------
     def fact(self, value: ir.Value) -> Fact:
+        if self._assumed and value in self._under:
+            for cond, holds, f in self._under[value]:
+                if self._assumed.get(cond) == holds:
+                    return f
         return self.facts.get(value) or Fact(Scope.THREAD, None, "a value this analysis did not reach")
+
+    @contextlib.contextmanager
+    def _assuming(self, cond, holds: bool):
+        """Walk a branch knowing which way `cond` went (path-sensitive facts: a value set under
+        `if c:` and read under `if c:` again is the branch's own, not the merge of both)."""
+        before = self._assumed.get(cond)
+        self._assumed[cond] = holds
+        try:
+            yield
+        finally:
+            if before is None:
+                del self._assumed[cond]
+            else:
+                self._assumed[cond] = before
 
     def known_int(self, value: ir.Value) -> int | None:
         """The value when it is one constant in every thread."""
@@ -179,8 +204,7 @@ class Uniformity(ArithFacts):
             if op in visited:
                 self._visited_ops.setdefault(op.block, []).append(op)
 
-    @staticmethod
-    def _inputs(value, func_op, terminators: dict, needed_ops: set) -> list:
+    def _inputs(self, value, func_op, terminators: dict, needed_ops: set) -> list:
         """The values whose facts `value`'s fact is computed from (adds its defining op to `needed_ops`)."""
         owner = value.owner
         if isinstance(owner, ir.Block):
@@ -205,6 +229,11 @@ class Uniformity(ArithFacts):
             return decided_by + [list(t.operands)[index] for t in terminators.get(op, ())]
         if name == "scf.while":
             return list(op.operands) + [v for t in terminators.get(op, ()) for v in t.operands]
+        if name in _FRAGMENT_LOADS and "rmem" in str(op.operands[0].type):
+            # a register fragment: what every write into it stored (fragments.py)
+            root = fragment_root(op.operands[0])
+            writes = [v for w in self.writers_of(root) for v in w.operands if "rmem" not in str(v.type)] if root is not None else []
+            return list(op.operands) + writes
         return list(op.operands)  # an op evaluated from its operands (a region we do not model too)
 
     def _terminator(self, block):
@@ -270,23 +299,50 @@ class Uniformity(ArithFacts):
 
     def _condition(self, op, value: ir.Value, text: str, negate: bool = False) -> Condition | None:
         f = self.fact(value)
+        n = self.threads.count
         if f.known:
             mask = (f.values == 0) if negate else (f.values != 0)
-            mask = np.broadcast_to(mask, (self.threads.count,))
+            mask = np.broadcast_to(mask, (n,))
             return Condition(op, value, text, self.threads.level_of(mask), (mask,))
+        if f.choices is not None:
+            # one of several per-thread outcomes, a uniform input deciding which: each is an alternative
+            masks = tuple(np.broadcast_to((c == 0) if negate else (c != 0), (n,)) for c in f.choices)
+            return Condition(op, value, text + (f" ({f.why})" if f.why else ""), max(self.threads.level_of(m) for m in masks),
+                             masks[:_MAX_LOOP_ALTERNATIVES])
         # CTA-uniform conditions are kept too: they narrow no collective, but decide
         # paths (an `alloc` whose `dealloc` sits under `if n > 0`)
-        return Condition(op, value, text + (f" ({f.why})" if f.why else ""), f.level, None, f.data, f.split)
+        return Condition(op, value, text + (f" ({f.why})" if f.why else ""), f.level, None, f.data, f.split,
+                         cluster=f.cluster and f.level == Scope.CTA)
+
+    def constant(self, value) -> bool | None:
+        """The truth of a condition that is the same in every thread and known (`scf.if %true`,
+        a Python `if` on a closure constant that CuTeDSL staged as a constant); else None."""
+        f = self.fact(value)
+        if not f.known:
+            return None
+        first = f.values.flat[0]
+        return bool(first != 0) if (f.values == first).all() else None
 
     def _if(self, op, conds) -> None:
         cond_value = op.operands[0]
+        then_r, else_r = op.regions[0], op.regions[1]
+        fixed = self.constant(cond_value)
+        if fixed is not None:
+            # dead code is not checked, and the live branch is as reached as the `if` itself
+            live = then_r if fixed else else_r
+            term = self._region(live, conds) if len(live.blocks) else None
+            ys = list(term.operands) if term is not None else _terminator_operands(live)
+            for r, y in zip(op.results, ys):
+                self._set(r, self.fact(y))
+            return
         then_c = self._condition(op, cond_value, "the `if` condition")
         else_c = self._condition(op, cond_value, "the `if` condition (else branch)", negate=True)
-        then_r, else_r = op.regions[0], op.regions[1]
-        then_term = self._region(then_r, conds + ((then_c,) if then_c else ()))
+        with self._assuming(cond_value, True):
+            then_term = self._region(then_r, conds + ((then_c,) if then_c else ()))
         else_term = None
         if len(else_r.blocks):
-            else_term = self._region(else_r, conds + ((else_c,) if else_c else ()))
+            with self._assuming(cond_value, False):
+                else_term = self._region(else_r, conds + ((else_c,) if else_c else ()))
         results = list(op.results)
         if not results:
             return
@@ -301,8 +357,15 @@ class Uniformity(ArithFacts):
             b = self.fact(else_y[i]) if i < len(else_y) else UNIFORM
             if c.known and a.known and b.known:
                 self._set(r, self._known(np.where(c.values != 0, a.values, b.values), a.why or b.why or c.why))
+            elif c.level == Scope.CTA and all(f.known or f.choices for f in (a, b)):
+                # a uniform branch: the value is exactly one of the two sides' (in every thread)
+                sides = [self._known(x) for f in (a, b) for x in (f.choices or (f.values,))]
+                self._set(r, self.choose(sides, a.why or b.why))
             else:
                 self._set(r, self._join([c, a, b]))
+                if c.level > Scope.CTA:
+                    # where the same condition holds again, the value is the branch's own
+                    self._under[r] = ((cond_value, True, a), (cond_value, False, b))
 
     def _switch(self, op, conds) -> None:
         """scf.index_switch: case k runs where the value equals k, the default where it equals none."""
@@ -361,12 +424,25 @@ class Uniformity(ArithFacts):
         inits = [self.fact(v) for v in list(op.operands)[3:]]
         body = op.regions[0].blocks[0]
         iv, carried = body.arguments[0], list(body.arguments)[1:]
+        term = self._terminator(body)
+        trip = _constant_trip(lb, ub, step)
+        if trip == 0:  # dead code: not checked; the results are the initial values
+            for r, f in zip(op.results, inits):
+                self._set(r, f)
+            return
+        if trip is not None and trip <= _MAX_UNROLL and term is not None and any(
+            f.values is not None and self._matters(a) for a, f in zip(carried, inits)
+        ):
+            return self._unrolled(op, trip, lb, step, inits, conds)
         cond = self._trip_condition(op, lb, ub, step)
         inner = conds + ((cond,) if cond else ())
         iv_fact = self._join([lb, step], "the loop's induction variable")
-        if iv_fact.level > Scope.CTA:
+        start = _parts(lb)
+        if start is not None and step.known and step.values.ndim == 0 and int(step.values) > 0:
+            # lb + step * k: the start plus an unknown multiple of the step
+            iv_fact = self._shift(start[0], math.gcd(start[1], int(step.values)), "the loop's induction variable", False)
+        elif iv_fact.level > Scope.CTA:
             iv_fact = Fact(iv_fact.level, None, iv_fact.why or "the loop's induction variable", iv_fact.data)
-        term = self._terminator(body)
 
         def run():
             self._set(iv, iv_fact)
@@ -383,6 +459,24 @@ class Uniformity(ArithFacts):
                 self._set(r, inits[i])  # carried through unchanged: the trip count does not matter
                 continue
             self._set(r, self._join([f] + ([Fact(cond.level, None, cond.text, cond.data)] if cond else [])) if cond else f)
+
+    def _unrolled(self, op, trip: int, lb: Fact, step: Fact, inits: list[Fact], conds) -> None:
+        """A loop with a constant, small trip count whose carried values are known on entry: run
+        iteration by iteration (`acc = 0; for i in range(3): acc += lane` is `3 * lane` after it,
+        not "a value carried around a loop")."""
+        body = op.regions[0].blocks[0]
+        iv, carried = body.arguments[0], list(body.arguments)[1:]
+        term = self._terminator(body)
+        current = list(inits)
+        first, stride = int(lb.values), int(step.values)
+        for k in range(trip):
+            for a, f in zip(carried, current):
+                self._set(a, f)
+            self._set(iv, Fact(Scope.CTA, np.array(first + k * stride, dtype=np.int64)))
+            self._block(body, conds)  # every thread runs every iteration: no trip condition
+            current = [self.fact(v) for v in term.operands]
+        for r, f in zip(op.results, current):
+            self._set(r, f)
 
     def _trip_condition(self, op, lb: Fact, ub: Fact, step: Fact) -> Condition | None:
         text = "the trip count of this `for` loop (its bounds and step)"
@@ -413,12 +507,22 @@ class Uniformity(ArithFacts):
             return None
         why = f" ({worst.why})" if worst.why else ""
         exact = [f for f in (lb, ub, step) if f.known or f.shifted or (f.level == Scope.CTA and not f.data)]
-        if len(exact) == 3 and step.known and (np.asarray(step.values) > 0).all():
-            zero = np.array(0, dtype=np.int64)
-            spread = (ub.values if ub.values is not None else zero) - (lb.values if lb.values is not None else zero)
-            level = self.threads.level_of(np.broadcast_to(spread, (self.threads.count,)))
-            if level > Scope.CTA:
-                return Condition(op, value, text + why, level, None, False, True)
+        if len(exact) == 3 and step.known and step.values.ndim == 0 and int(step.values) > 0:
+            # ub - lb is a known part `v` plus an unknown multiple of g: a thread runs more than k
+            # iterations where v - k*step + g*m > 0, i.e. where ceil((v - k*step) / g) > -m; the
+            # threads of a group run alike for every m when that key is the same in the group for
+            # every residue of k*step modulo g (`range(tidx, n * 32, 128)`: per warp)
+            (vu, du), (vl, dl) = (_parts(f) or (_ZERO, 1) for f in (ub, lb))
+            g, stride = math.gcd(du, dl) or 1, int(step.values)
+            spread = np.broadcast_to(vu - vl, (self.threads.count,))
+            residues = sorted({(k * stride) % g for k in range(min(g // math.gcd(stride, g), 64))})
+            level = max(self.threads.level_of(-np.floor_divide(-(spread - r), g)) for r in residues)
+            if level == Scope.CTA:
+                return None
+            return Condition(op, value, text + why, level, None, False, True)
+        if not worst.data and all(f.level == Scope.CTA or f.split for f in (lb, ub, step)):
+            # a bound that splits its groups for some uniform inputs (`range(min(lane, n))`)
+            return Condition(op, value, text + why, worst.level, None, False, True)
         return Condition(op, value, text + why, worst.level, None, worst.data)
 
     def _while(self, op, conds) -> None:
@@ -517,8 +621,8 @@ class Uniformity(ArithFacts):
         text = "a thread-dependent exit (`nvvm.exit`) before this point"
         if known:
             alive = ~exited
-            return Condition(op, None, text, self.threads.level_of(alive), (alive,))
-        return Condition(op, None, text, level, None, data)
+            return Condition(op, None, text, self.threads.level_of(alive), (alive,), exit=True)
+        return Condition(op, None, text, level, None, data, exit=True)
 
     def _cfg(self, blocks, conds) -> None:
         """Unstructured control flow (cf.br / cf.cond_br): control dependence from post-dominators."""
@@ -628,21 +732,59 @@ def _terminator_operands(region) -> list:
 
 
 def _same(a: Fact, b: Fact) -> bool:
-    if a.level != b.level or a.data != b.data or a.known != b.known:
+    if a.level != b.level or a.data != b.data or a.known != b.known or a.shifted != b.shifted or a.split != b.split:
         return False
-    return not a.known or np.array_equal(a.values, b.values)
+    if a.shifted and a.divisor != b.divisor:
+        return False
+    if (a.values is None) != (b.values is None):
+        return False
+    return a.values is None or np.array_equal(a.values, b.values)
+
+
+_ZERO = np.array(0, dtype=np.int64)
+
+
+def _constant_trip(lb: Fact, ub: Fact, step: Fact) -> int | None:
+    """The trip count of a `for` loop whose bounds and step are one known constant each."""
+    if not (lb.known and ub.known and step.known) or lb.values.ndim or ub.values.ndim or step.values.ndim:
+        return None
+    s = int(step.values)
+    if s <= 0:
+        return None
+    return max(0, -(-(int(ub.values) - int(lb.values)) // s))
+
+
+def _parts(f: Fact):
+    """(known part, divisor of the unknown uniform part; 0: none) of an integer fact, or None."""
+    if f.data or f.split:
+        return None
+    if f.known:
+        return f.values, 0
+    if f.shifted:
+        return f.values, f.divisor
+    return None
 
 
 def _merge(a: Fact, b: Fact, analysis: Uniformity) -> Fact:
-    """A loop-carried value: its value on entry or after some iterations."""
+    """A loop-carried value: its value on entry or after some iterations. When every iteration
+    adds the same uniform constant (`k = lane; while ...: k += 32`), the value is its entry
+    value plus an unknown multiple of that step (`lane + 32 * j`): affine induction."""
     if a.known and b.known and np.array_equal(np.broadcast_to(a.values, np.shape(b.values)), b.values):
         return a
+    pa, pb = _parts(a), _parts(b)
+    if pa is not None and pb is not None:
+        step = np.broadcast_to(pb[0] - pa[0], (analysis.threads.count,))
+        if (step == step[0]).all():
+            divisor = math.gcd(math.gcd(pa[1], pb[1]), abs(int(step[0])))
+            if divisor == 0:
+                return a
+            level = analysis.threads.level_of(np.broadcast_to(pa[0], (analysis.threads.count,)))
+            why = a.why or b.why or ("a value carried around a loop" if level > Scope.CTA else "")
+            if level == Scope.CTA and divisor == 1:
+                return UNIFORM
+            return Fact(level, pa[0], why, shifted=True, divisor=divisor)
     level = max(a.level, b.level)
     return Fact(level, None, a.why or b.why or ("a value carried around a loop" if level > Scope.CTA else ""), a.data or b.data)
-
-
-
-    return combos
 
 
 __all__ = [
