@@ -67,3 +67,23 @@ def _walk(op):
 
 
 # the terminators whose operands the walk reads: yields (scf.if/for/while/index_switch
+
+
+def cluster_size(func_op) -> int | None:
+    """The number of CTAs in the launch's cluster when the IR fixes it (CuTeDSL's launch facts:
+    `exact_cluster_dim`; `nvvm.cluster_dim`); 1 for a launch CuTeDSL records as not a cluster
+    launch; None when not known."""
+    attrs = func_op.attributes
+    found = attrs["nvvm.cluster_dim"] if "nvvm.cluster_dim" in attrs else None
+    facts = attrs["cutlass_launch_facts"] if "cutlass_launch_facts" in attrs else None
+    if found is None and isinstance(facts, ir.DictAttr):
+        if "exact_cluster_dim" in facts:
+            found = facts["exact_cluster_dim"]
+        elif "cluster_launch" in facts and isinstance(facts["cluster_launch"], ir.BoolAttr) and not facts["cluster_launch"].value:
+            return 1
+    if not isinstance(found, (ir.DenseI32ArrayAttr, ir.DenseI64ArrayAttr)):
+        return None
+    size = 1
+    for x in found:
+        size *= int(x)
+    return size
