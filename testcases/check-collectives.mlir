@@ -438,7 +438,7 @@ gpu.module @kernels {
 // is what diverges.
 // CHECK-NOT: 'nvvm.vote.sync'
 // CHECK: check-collectives.mlir:[[# @LINE + 20]]:14: error: 'nvvm.shfl.sync' {{.*}} reached by only part of a warp: lanes 0-15 of every warp
-// CHECK-NEXT: check-collectives.mlir:[[# @LINE + 17]]:16: note: the condition that diverges: the `if` condition
+// CHECK: check-collectives.mlir:[[# @LINE + 17]]:16: note: the condition that diverges: the `if` condition
 gpu.module @kernels {
   gpu.func @constant_conditions() kernel attributes {nvvm.reqntid = array<i32: 128, 1, 1>} {
     %false = arith.constant false
