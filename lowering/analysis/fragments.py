@@ -36,8 +36,9 @@ def _is_rmem(value) -> bool:
 
 
 def fragment_root(value):
-    """The `cute.memref.alloca` a register-memory value (a memref, an iterator, a view) comes
-    from, following views and `scf.for` carried values; None when it cannot be told."""
+    """The allocation (`cute.memref.alloca`, `cute.mma.make_fragment`, ...) a register-memory
+    value (a memref, an iterator, a view) comes from, following views and `scf.for` carried
+    values; None when it cannot be told."""
     v = value
     for _ in range(_VIEW_DEPTH):
         owner = v.owner
@@ -53,7 +54,8 @@ def fragment_root(value):
             return op
         nxt = next((o for o in op.operands if _is_rmem(o)), None)
         if nxt is None:
-            return None
+            # register memory made from no other (`cute.mma.make_fragment`): an allocation
+            return op if op.name.startswith("cute.") and not op.regions else None
         v = nxt
     return None
 
@@ -82,7 +84,7 @@ class FragmentFacts:
 
             def visit(op):
                 name = op.name
-                if name in _READERS or name == "cute.memref.alloca" or name.startswith(("scf.", "cf.")):
+                if name in _READERS or name.startswith(("scf.", "cf.")):
                     return ir.WalkResult.ADVANCE
                 rmem = [o for o in op.operands if _is_rmem(o)]
                 if rmem and not any(_is_rmem(r) for r in op.results):

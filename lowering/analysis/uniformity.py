@@ -619,10 +619,18 @@ class Uniformity(ArithFacts, FragmentFacts):
                 path &= np.logical_or.reduce(c.masks)
             exited |= path
         text = "a thread-dependent exit (`nvvm.exit`) before this point"
+        # located at what decided the exit (the `if` around it), not the `exit` op CuTeDSL
+        # builds without a line of its own
+        decided = next((conds[-1] for _, conds in exits if len(conds) > depth), None)
+        if decided is not None:
+            op, value = decided.op, decided.value
+            text += f", under {decided.text}"
+        else:
+            value = None
         if known:
             alive = ~exited
-            return Condition(op, None, text, self.threads.level_of(alive), (alive,), exit=True)
-        return Condition(op, None, text, level, None, data, exit=True)
+            return Condition(op, value, text, self.threads.level_of(alive), (alive,), exit=True)
+        return Condition(op, value, text, level, None, data, exit=True)
 
     def _cfg(self, blocks, conds) -> None:
         """Unstructured control flow (cf.br / cf.cond_br): control dependence from post-dominators."""

@@ -289,15 +289,17 @@ class _Checker:
         warps = threads.groups(Scope.WARP, arriving).any(axis=1)
         supplied = int(warps.sum()) * WARP_SIZE
         count = max(counts)
+        names = " and ".join(sorted({f"'{r.op.name}'" for r in sites}))
+        what = f"{collective_of(sites[0].op).describes}: {names} are the {len({r.op for r in sites})} sites of named barrier {bid}"
         if len(counts) > 1:
             self.report("error", sites[0].op, func,
-                        f"named barrier {bid} is given different thread counts at its sites ({', '.join(map(str, sorted(counts)))}): "
-                        f"every thread that arrives at one barrier names the same count")
+                        f"{what}, given different thread counts ({', '.join(map(str, sorted(counts)))}): every thread "
+                        f"that arrives at one barrier names the same count")
         elif 0 < supplied < count:
             lanes = np.repeat(warps, WARP_SIZE)[: threads.count]
             self.report("error", sites[0].op, func,
-                        f"named barrier {bid} counts {count} threads, and at most {supplied} can ever arrive at its "
-                        f"{len({r.op for r in sites})} sites ({threads.describe(lanes)}): the barrier never completes",
+                        f"{what}, which counts {count} threads, and at most {supplied} can ever arrive there "
+                        f"({threads.describe(lanes)}): the barrier never completes",
                         next((c for c in sites[0].conditions if c.known), None))
 
     def _setmaxnreg(self, u: Uniformity, sites: list[Reached], func) -> None:
@@ -315,7 +317,7 @@ class _Checker:
             reach = np.zeros(threads.count, dtype=bool)
             for combo in alternatives(known):
                 reach |= threads_reaching(known, threads.count, combo)
-            kind = tuple(str(r.op.attributes[a]) for a in ("action", "regCount") if a in r.op.attributes)
+            kind = tuple(_attr_word(r.op, a) for a in ("action", "regCount"))
             entry = by_kind.setdefault(kind, [np.zeros(threads.count, dtype=bool), r])
             entry[0] |= reach
         for kind, (reach, r) in by_kind.items():
@@ -326,7 +328,7 @@ class _Checker:
                 if mine.any() and not mine.all():
                     lanes = np.repeat(warps, WARP_SIZE)[: threads.count]
                     self.report("error", r.op, func,
-                                f"'nvvm.setmaxregister' (PTX setmaxnreg{'.' + kind[0] if kind else ''}) must be executed by "
+                                f"'nvvm.setmaxregister' (PTX setmaxnreg.{'inc' if 'inc' in kind[0] else 'dec'} {kind[1]}) must be executed by "
                                 f"every warp of a warpgroup (the same action and count): only {threads.describe(lanes)} "
                                 f"run it, not all of warpgroup {g}",
                                 next((c for c in r.conditions if c.known), None))
@@ -443,12 +445,14 @@ class _Checker:
                             f"{what} is reached by part of a warp: {threads.describe(reach)}", blame)
                 return
             bid = _barrier_id(u, op)
-            arriving = int(threads.groups(Scope.WARP, reach).any(axis=1).sum()) * WARP_SIZE  # a warp arrives whole
+            present = reach & alive if alive is not None else reach
+            arriving = int(threads.groups(Scope.WARP, present).any(axis=1).sum()) * WARP_SIZE  # a warp arrives whole
             if threads.known and bid is not None and named.get(bid, 0) == 1 and not named.get(None) and not [c for c in unknown if c.level > Scope.CTA] \
                     and not any(c.level == Scope.CTA and not c.known for c in unknown) and arriving and arriving != count:
+                exited = next((c for c in r.conditions if c.exit), None) if alive is not None and not alive.all() else None
                 self.report("error", op, func,
                             f"{what}: it is the only use of barrier {bid}, and {arriving} threads reach it "
-                            f"({threads.describe(reach)}), not {count}", known[-1] if known else None)
+                            f"({threads.describe(present)}), not {count}", known[-1] if known else exited)
                 return
         self._unknown(op, func, what, Scope.WARP, unknown)
 
@@ -507,6 +511,15 @@ class _Checker:
                 self.report("warning", a.op, func,
                             f"'{TMEM_ALLOC}' may miss its '{TMEM_DEALLOC}' on some path (it sits under a condition "
                             f"this alloc does not)", cond)
+
+
+def _attr_word(op, name: str) -> str:
+    """An attribute's value in words: `#nvvm<action decrease>` -> `decrease`, `40 : i32` -> `40`."""
+    if name not in op.attributes:
+        return ""
+    text = str(op.attributes[name])
+    found = re.search(r"(\w+)>$", text) or re.match(r"(-?\w+)", text)
+    return found.group(1) if found else text
 
 
 def _exits_excused(entry: Collective, conditions, count: int) -> tuple[list, np.ndarray | None]:
