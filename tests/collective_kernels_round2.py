@@ -22,7 +22,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Int32
 from cutlass._mlir.dialects import llvm, nvvm
-from cutlass.cute.nvgpu import tcgen05, warp
+from cutlass.cute.nvgpu import tcgen05, warp, warpgroup
 from cutlass.cutlass_dsl import T, dsl_user_op
 
 from collective_kernels import (
@@ -32,6 +32,7 @@ from collective_kernels import (
     _free_by_warp0,
     _tmem_views,
     _warp_mma_operands,
+    _wgmma_operands,
     correct,
     data_dependent,
     planted,
@@ -710,3 +711,121 @@ def _tmem_ld_under_register_predicate(dst: cute.Tensor, n: Int32):
         cute.copy(load, tmem_src, registers)  # <- collective
     cute.autovec_copy(registers, gmem_dst)
     _free_by_warp0(warp_idx, tmem_ptr, _TMEM_VIEWS_COLUMNS)
+
+
+@cute.struct
+class _S2TTile:
+    a: cute.struct.Align[cute.struct.MemRange[Float32, 128 * 8], 1024]
+
+
+@cute.jit
+def _s2t_copy_views(tmem_ptr):
+    """A 128-lane x 256-bit SMEM-to-TMEM copy (tcgen05.cp.128x256b): CuTe lowers each such copy
+    to its own elect.sync + tcgen05.cp."""
+    tile = SmemAllocator().allocate(_S2TTile)
+    tmem = cute.make_tensor(tmem_ptr, cute.make_layout((128, 8), stride=(65536, 1)))
+    smem = tile.a.get_tensor(cute.make_layout(((8, 16), (4, 2)), stride=((4, 32), (1, 512))))
+    s2t = tcgen05.make_s2t_copy(cute.make_copy_atom(tcgen05.Cp128x256bOp(tcgen05.CtaGroup.ONE), Float32), tmem)
+    thr = s2t.get_slice(0)
+    return s2t, tcgen05.get_s2t_smem_desc_tensor(s2t, thr.partition_S(smem)), thr.partition_D(tmem)
+
+
+@planted("tcgen05_cp_under_elect_one", "sm_100a", "cute.copy", "an S2T copy (its own elect.sync + tcgen05.cp) inside elect_one(): the inner elect.sync runs in one lane")
+@cute.kernel
+def _tcgen05_cp_under_elect_one(dst: cute.Tensor, n: Int32):
+    tidx, _, _ = cute.arch.thread_idx()
+    warp_idx = cute.arch.warp_idx()
+    storage = SmemAllocator().allocate(_Barriers)
+    _allocate_by_warp0(warp_idx, storage.tmem_slot.ptr, _TMEM_VIEWS_COLUMNS)
+    tmem_ptr = cute.arch.retrieve_tmem_ptr(Float32, 16, storage.tmem_slot.ptr)
+    s2t, src, tmem = _s2t_copy_views(tmem_ptr)
+    if warp_idx == 0:
+        with cute.arch.elect_one():  # <- diverges
+            cute.copy(s2t, src, tmem)  # <- collective
+    dst[tidx] = Float32(tidx)
+    _free_by_warp0(warp_idx, tmem_ptr, _TMEM_VIEWS_COLUMNS)
+
+
+@correct("tcgen05_cp_by_warp0", "sm_100a", "the S2T copy by the whole of warp 0 (CuTe elects the issuing lane itself)")
+@cute.kernel
+def _tcgen05_cp_by_warp0(dst: cute.Tensor, n: Int32):
+    tidx, _, _ = cute.arch.thread_idx()
+    warp_idx = cute.arch.warp_idx()
+    storage = SmemAllocator().allocate(_Barriers)
+    _allocate_by_warp0(warp_idx, storage.tmem_slot.ptr, _TMEM_VIEWS_COLUMNS)
+    tmem_ptr = cute.arch.retrieve_tmem_ptr(Float32, 16, storage.tmem_slot.ptr)
+    s2t, src, tmem = _s2t_copy_views(tmem_ptr)
+    if warp_idx == 0:
+        cute.copy(s2t, src, tmem)
+    dst[tidx] = Float32(tidx)
+    _free_by_warp0(warp_idx, tmem_ptr, _TMEM_VIEWS_COLUMNS)
+
+
+@planted("wgmma_after_lane_exit", "sm_90a", "cute.gemm", "lanes 16-31 exit, then the warpgroup's wgmma (.sync.aligned)")
+@cute.kernel
+def _wgmma_after_lane_exit(dst: cute.Tensor, n: Int32):
+    tidx, _, _ = cute.arch.thread_idx()
+    lane = cute.arch.lane_idx()
+    mma, trA, trB, acc = _wgmma_operands(tidx)
+    acc.fill(0.0)
+    if lane >= 16:  # <- diverges
+        _exit()
+    warpgroup.fence()
+    cute.gemm(mma, acc, trA[None, None, 0], trB[None, None, 0], acc)  # <- collective
+    warpgroup.commit_group()
+    warpgroup.wait_group(0)
+    dst[tidx] = acc[0]
+
+
+@dsl_user_op
+def _ballot_low_half(flag: Int32, *, loc=None, ip=None) -> Int32:
+    """vote.sync.ballot with the literal member mask 0x0000ffff written into the PTX."""
+    return Int32(
+        llvm.inline_asm(
+            T.i32(), [Int32(flag).ir_value(loc=loc, ip=ip)],
+            "{ .reg .pred p; setp.ne.s32 p, $1, 0; vote.sync.ballot.b32 $0, p, 0x0000ffff; }", "=r,r",
+            has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip,
+        )
+    )  # fmt: skip
+
+
+@correct("vote_inline_literal_mask_of_its_lanes", "sm_90a", "inline vote.sync.ballot with the literal mask 0x0000ffff under lane < 16")
+@cute.kernel
+def _vote_inline_literal_mask_of_its_lanes(dst: cute.Tensor, n: Int32):
+    tidx, _, _ = cute.arch.thread_idx()
+    lane = cute.arch.lane_idx()
+    ballot = Int32(0)
+    if lane < 16:
+        ballot = _ballot_low_half(Int32(tidx % 3 == 0))
+    dst[tidx] = Float32(ballot)
+
+
+@correct("named_barrier_one_id_two_phases", "sm_90a", "warps 0-1 sync on barrier(1, 64) at two sites, one after the other: 64 each time")
+@cute.kernel
+def _named_barrier_one_id_two_phases(dst: cute.Tensor, n: Int32):
+    tidx, _, _ = cute.arch.thread_idx()
+    warp_idx = cute.arch.warp_idx()
+    if warp_idx < 2:
+        dst[tidx] = Float32(tidx)
+        cute.arch.barrier(barrier_id=1, number_of_threads=64)
+        dst[tidx + 128] = dst[63 - tidx]
+        cute.arch.barrier(barrier_id=1, number_of_threads=64)
+        dst[tidx] = dst[tidx + 128] + Float32(1.0)
+
+
+@correct("shfl_under_repeated_warp_test", "sm_90a", "bound = n under `if any_positive:` (a warp vote), read only under the same test: the mainloop trip count is n there")
+@cute.kernel
+def _shfl_under_repeated_warp_test(dst: cute.Tensor, n: Int32):
+    tidx, _, _ = cute.arch.thread_idx()
+    lane = cute.arch.lane_idx()
+    any_positive = cute.arch.vote_any_sync(dst[tidx] > Float32(0.0))
+    bound = Int32(0)
+    if any_positive:
+        bound = n
+    else:
+        bound = lane
+    value = Float32(tidx)
+    if any_positive:
+        for i in cutlass.range(bound):
+            value = value + cute.arch.shuffle_sync_bfly(value, 1)
+    dst[tidx] = value
