@@ -143,8 +143,6 @@ COLLECTIVES: tuple[Collective, ...] = (
                "upstream NVVM op", rule=_TC),
     Collective("nvvm.tcgen05.ld", Scope.WARP, "tcgen05.ld.sync.aligned", "upstream NVVM op", rule=_TC),
     Collective("nvvm.tcgen05.st", Scope.WARP, "tcgen05.st.sync.aligned", "upstream NVVM op", rule=_TC),
-    Collective("nvvm.tcgen05.cp", Scope.WARP, "tcgen05.cp (issued by one thread; CuTe wraps it in elect.sync)",
-               "upstream NVVM op", elect=True, rule="PTX ISA tcgen05.cp: issued by a single thread"),
     Collective("nvvm.ldmatrix", Scope.WARP, "ldmatrix.sync.aligned", "upstream NVVM op", rule=_ALIGNED),
     Collective("nvvm.stmatrix", Scope.WARP, "stmatrix.sync.aligned", "upstream NVVM op", rule=_ALIGNED),
     Collective("nvvm.mma.sync", Scope.WARP, "mma.sync.aligned", "upstream NVVM op", rule=_ALIGNED),
@@ -177,7 +175,7 @@ INLINE_PTX: tuple[tuple[str, Scope, str, bool], ...] = (
     (r"\b(vote|redux|match)\.sync\b[^;]*;|\bbar\.warp\.sync\b[^;]*;", Scope.WARP, "excused", True),
     (r"\bshfl\.sync\b[^;]*;", Scope.WARP, "holds", True),
     (r"\bsetmaxnreg\.|\belect\.sync\b|\bldmatrix\.|\bstmatrix\.|\bmma\.sync\b"
-     r"|\btcgen05\.(ld|st|alloc|dealloc|relinquish_alloc_permit|wait|cp)\b", Scope.WARP, "holds", False),
+     r"|\btcgen05\.(ld|st|alloc|dealloc|relinquish_alloc_permit|wait)\b", Scope.WARP, "holds", False),
 )  # fmt: skip
 
 _BY_NAME: dict[str, list[Collective]] = {}
