@@ -7,11 +7,13 @@ A mixin of `Uniformity` (`uniformity.py`), which walks the control flow and call
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
-from lowering.analysis.lattice import UNIFORM, Fact, Scope
+from lowering.analysis.fragments import _is_rmem
+from lowering.analysis.lattice import UNIFORM, WARP_SIZE, Fact, Scope
 from lowering.analysis.launch import _int_attr
 from lowering.mlir import ir
 
@@ -116,7 +118,22 @@ class ArithFacts:
             data = data or (f.data and f.level > Scope.CTA)
         if worst.level == Scope.CTA:
             return _CLUSTER_VARYING if any(f.cluster for f in facts) else UNIFORM
-        return Fact(worst.level, None, worst.why or why, data)
+        return Fact(worst.level, None, worst.why or why, data, symmetric=all(self.symmetric(f) for f in facts))
+
+    def _symmetric_values(self, v) -> bool:
+        return self.symmetric(Fact(Scope.THREAD, np.asarray(v))) if np.ndim(v) else True
+
+    def symmetric(self, f: Fact) -> bool:
+        """Whether `f` is the same in every warp, lane for lane (uniform values are)."""
+        if f.level == Scope.CTA or f.symmetric:
+            return True
+        if f.values is not None and f.values.ndim:  # (with `shifted`: plus a uniform term)
+            count = self.threads.count
+            if count % WARP_SIZE:
+                return False
+            rows = np.asarray(f.values).reshape(-1, WARP_SIZE)
+            return bool((rows == rows[:1]).all())
+        return False
 
     def _default(self, op, operands: list[Fact]) -> Fact:
         """A result computed from its operands by an op we do not evaluate."""
@@ -141,15 +158,35 @@ class ArithFacts:
             for r in results:  # the common case (layouts, shapes, uniform scalars): no more to decide
                 facts[r] = UNIFORM
             return
+        fact = self._compute(op, name, kind, operands)
+        if fact.level > Scope.CTA and any(f.guards for f in operands):
+            fact = self._guarded(op, name, kind, operands, fact)
+        for r in results:
+            self._set(r, fact)
+
+    def _compute(self, op, name: str, kind: str, operands: list[Fact]) -> Fact:
         fact = None
         if kind == "source":
             fact = self._source(op, name, operands)
         elif kind == "arith":
             fact = self._arith(op, name, operands)
-        if fact is None:
-            fact = self._default(op, operands)
-        for r in results:
-            self._set(r, fact)
+        return fact if fact is not None else self._default(op, operands)
+
+    def _guarded(self, op, name: str, kind: str, operands: list[Fact], fact: Fact) -> Fact:
+        """A result computed from values refined under a condition (see `Fact.guards`) is refined
+        under it too: computed again from the refined operands."""
+        keys = []
+        for f in operands:
+            for cond, holds, _ in f.guards:
+                if (cond, holds) not in keys:
+                    keys.append((cond, holds))
+        guards = []
+        for cond, holds in keys[:4]:
+            refined = [next((g for c, h, g in f.guards if c == cond and h == holds), f) for f in operands]
+            g = self._compute(op, name, kind, refined)
+            if g.level < fact.level or (g.level == fact.level and g.data < fact.data):
+                guards.append((cond, holds, g))
+        return dataclasses.replace(fact, guards=tuple(guards)) if guards else fact
 
     def _source(self, op, name: str, operands: list[Fact]) -> Fact | None:
         t = self.threads
@@ -187,28 +224,36 @@ class ArithFacts:
         if name == "nvvm.shfl.sync":
             return self._shuffle(op, operands)
         if name == "nvvm.vote.sync":
-            # every lane of the mask gets the same ballot / answer
-            return Fact(min(operands[1].level, Scope.WARP))
+            # every lane of the mask gets the same ballot / answer; of a value the same in every
+            # warp (lane for lane), the same answer in every warp
+            return self._warp_wide(operands[1], operands[0])
         if name == "nvvm.redux.sync":
-            return Fact(min(operands[0].level, Scope.WARP))
+            return self._warp_wide(operands[0], operands[1])
         if name == "nvvm.elect.sync":
             # Full warp reaching it (elect.sync demands it): lane 0 is elected.
             return self._known(t.lane == 0, "elect.sync (one lane of the warp)")
         if name.startswith(_PER_THREAD_OPS):
             return Fact(Scope.THREAD, None, f"the result of '{name}'", data=True)
-        if name in _FRAGMENT_LOADS and operands and "rmem" in str(op.operands[0].type):
+        if name in _FRAGMENT_LOADS and operands and _is_rmem(op.operands[0]):
             return self._fragment_load(op, operands)
         if "load" in name or name.endswith(".ld") or ".ld." in name:
             # A load through an address (and coordinate) uniform at a scope reads the same
             # value there; through a per-thread address it may differ per thread.
             joined = self._join(operands)
             if joined.level > Scope.CTA:
-                return Fact(joined.level, None, f"a value loaded through a per-{joined.level.label} address ('{name}')", data=True)
+                return Fact(joined.level, None, f"a value loaded through a per-{joined.level.label} address ('{name}')", data=True,
+                            symmetric=joined.symmetric)
             return UNIFORM
         if name == "cute.memref.alloca" and "smem" not in str(op.results[0].type) and operands == []:
             # registers: each thread's own fragment; what it holds is per-thread data
             return Fact(Scope.THREAD, None, "a per-thread register fragment", data=True)
         return None
+
+    def _warp_wide(self, value: Fact, mask: Fact) -> Fact:
+        """The result of a warp reduction or vote over `value`: one per warp."""
+        if value.level == Scope.CTA or (self.symmetric(value) and mask.level == Scope.CTA):
+            return _CLUSTER_VARYING if value.cluster else UNIFORM
+        return Fact(min(value.level, Scope.WARP), None, value.why, value.data and value.level > Scope.WARP)
 
     def _shuffle(self, op, operands: list[Fact]) -> Fact:
         kind = str(op.attributes["kind"]) if "kind" in op.attributes else ""
@@ -216,8 +261,11 @@ class ArithFacts:
         if value.level <= Scope.WARP and not value.known:
             return Fact(value.level)
         if "idx" in kind and offset.level <= Scope.WARP:
+            if self.symmetric(value) and offset.level == Scope.CTA:
+                return UNIFORM  # lane k of every warp holds the same value: so does every thread
             return Fact(Scope.WARP)  # a broadcast from one lane: the same in the whole warp
-        return Fact(Scope.THREAD, None, f"a shuffle ({kind or 'shfl'}) of a per-thread value", value.data)
+        symmetric = self.symmetric(value) and self.symmetric(offset)
+        return Fact(Scope.THREAD, None, f"a shuffle ({kind or 'shfl'}) of a per-thread value", value.data, symmetric=symmetric)
 
     def _shifted(self, op, name: str, operands: list[Fact]) -> Fact | None:
         """Integer arithmetic on values known up to a CTA-uniform term that is a multiple of a
@@ -251,16 +299,16 @@ class ArithFacts:
             level = max(self.threads.level_of(np.broadcast_to(v, (self.threads.count,))) for v in vals)
             if level == Scope.CTA:
                 return _CLUSTER_VARYING if cluster else UNIFORM
-            return Fact(level, None, why, split=True)
+            return Fact(level, None, why, split=True, symmetric=all(self._symmetric_values(v) for v in vals))
         if name == "arith.cmpi" and len(vals) == 2:
             # which side of an unknown threshold each thread falls: the threads differ exactly
             # where the compared difference, in units of the unknown term's divisor, differs
             g = math.gcd(parts[0][1], parts[1][1]) or 1
-            level = self.threads.level_of(np.broadcast_to(_threshold_key(_int_attr(op, "predicate"), vals[0] - vals[1], g),
-                                                          (self.threads.count,)))
+            key = np.broadcast_to(_threshold_key(_int_attr(op, "predicate"), vals[0] - vals[1], g), (self.threads.count,))
+            level = self.threads.level_of(key)
             if level == Scope.CTA:
                 return _CLUSTER_VARYING if cluster else UNIFORM
-            return Fact(level, None, why, split=True)
+            return Fact(level, None, why, split=True, symmetric=self._symmetric_values(vals[0] - vals[1]))
         return None
 
     def _shift(self, v, divisor: int, why: str, cluster: bool) -> Fact:
@@ -285,7 +333,7 @@ class ArithFacts:
         else:
             return None
         worst = max((f for f in operands if f.split), key=lambda f: f.level)
-        return Fact(worst.level, None, worst.why, split=True)
+        return Fact(worst.level, None, worst.why, split=True, symmetric=all(self.symmetric(f) for f in operands))
 
     def _arith(self, op, name: str, operands: list[Fact]) -> Fact | None:
         if not operands:

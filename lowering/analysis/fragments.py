@@ -31,8 +31,20 @@ _READERS = ("cute.memref.load", "cute.memref.load_vec", "cute.get_iter", "cute.g
             "cute.get_stride", "cute.size", "cute.cosize", "cute.ptrtoint", "cute.print", "cute.printf")  # fmt: skip
 
 
+_RMEM_TYPES: dict = {}  # type -> whether it is register memory (printing a type is slow: once per type)
+
+
+def reset_type_cache() -> None:
+    """Forget the types seen (a new analysis may run in a new context, where old types are gone)."""
+    _RMEM_TYPES.clear()
+
+
 def _is_rmem(value) -> bool:
-    return "rmem" in str(value.type)
+    t = value.type
+    found = _RMEM_TYPES.get(t)
+    if found is None:
+        found = _RMEM_TYPES[t] = "rmem" in str(t)
+    return found
 
 
 def fragment_root(value):
@@ -60,25 +72,44 @@ def fragment_root(value):
     return None
 
 
-def _elsewhere(writer, load) -> bool:
+def _elsewhere(writer: "_Write", load) -> bool:
     """A store into the same view at another static coordinate than the load reads
     (`frag[1] = n` for a load of `frag[0]`)."""
-    if writer.name != "cute.memref.store" or load.name != "cute.memref.load":
+    if not writer.store or load.name != "cute.memref.load" or writer.target is None:
         return False
-    w, r = list(writer.operands), list(load.operands)
-    if len(w) < 3 or len(r) < 2 or w[0] != r[0]:
+    r = list(load.operands)
+    if len(r) < 2 or writer.target != r[0]:
         return False
-    a, b = str(w[1].type), str(r[1].type)
-    return "?" not in a and "?" not in b and a != b
+    b = str(r[1].type)
+    return "?" not in writer.coord and "?" not in b and writer.coord != b
+
+
+class _Write:
+    """One op that may write into a fragment, read once: its inputs (the non-register operands),
+    and for a `cute.memref.store`, the view and static coordinate it writes."""
+
+    __slots__ = ("op", "name", "store", "inputs", "target", "coord")
+
+    def __init__(self, op):
+        operands = list(op.operands)
+        self.op, self.name = op, op.name
+        self.store = op.name == "cute.memref.store" and len(operands) >= 3
+        self.inputs = [v for v in operands if not _is_rmem(v)]
+        self.target = operands[0] if self.store else None
+        self.coord = str(operands[1].type) if self.store else ""
 
 
 class FragmentFacts:
     """`_fragment_load(op, operands)`: the fact of a value read from a register fragment."""
 
     _fragment_writers: dict | None = None
+    _load_writes: dict | None = None
 
     def writers_of(self, alloca) -> list:
         """The ops that may write into the fragment `alloca` allocates (found once per function)."""
+        return [w.op for w in self._writes_of(alloca)]
+
+    def _writes_of(self, alloca) -> list:
         if self._fragment_writers is None:
             writers: dict = {}
 
@@ -88,41 +119,50 @@ class FragmentFacts:
                     return ir.WalkResult.ADVANCE
                 rmem = [o for o in op.operands if _is_rmem(o)]
                 if rmem and not any(_is_rmem(r) for r in op.results):
-                    for o in rmem:
-                        root = fragment_root(o)
-                        writers.setdefault(root, []).append(op)
+                    write = _Write(op)
+                    for root in {fragment_root(o) for o in rmem}:
+                        writers.setdefault(root, []).append(write)
                 return ir.WalkResult.ADVANCE
 
             _operation(self.func).walk(visit)
             self._fragment_writers = writers
         return self._fragment_writers.get(alloca, []) + self._fragment_writers.get(None, [])
 
-    def _written(self, writer) -> Fact:
+    def load_inputs(self, load) -> list | None:
+        """The writes a fragment load may read (None: its fragment cannot be traced); once per load."""
+        if self._load_writes is None:
+            self._load_writes = {}
+        found = self._load_writes.get(load, False)
+        if found is False:
+            root = fragment_root(list(load.operands)[0])
+            found = None if root is None else [w for w in self._writes_of(root) if not _elsewhere(w, load)]
+            self._load_writes[load] = found
+        return found
+
+    def _written(self, writer: _Write) -> Fact:
         """What one write puts into a fragment: a store's value; anything else (a copy, an MMA)
         whatever its operands are, as data when it differs per thread."""
-        operands = list(writer.operands)
-        if writer.name == "cute.memref.store":
-            f = self.facts.get(operands[-1])
+        facts = self.facts
+        if writer.store:
+            f = facts.get(writer.inputs[-1])
             return f if f is not None else Fact(Scope.THREAD, None, "a register written later in program order")
-        facts = [self.facts.get(v) for v in operands if not _is_rmem(v)]
-        if any(f is None for f in facts):
+        found = [facts.get(v) for v in writer.inputs]
+        if any(f is None for f in found):
             return Fact(Scope.THREAD, None, f"a register written by '{writer.name}' later in program order", data=True)
-        joined = self._join(facts)
+        joined = self._join(found)
         if joined.level > Scope.CTA:
             return Fact(joined.level, None, f"a register written by '{writer.name}'", data=True)
         return joined
 
     def _fragment_load(self, op, operands: list[Fact]) -> Fact:
-        root = fragment_root(list(op.operands)[0])
-        if root is None:
+        writers = self.load_inputs(op)
+        if writers is None:
             return Fact(Scope.THREAD, None, "a register fragment this analysis cannot trace", data=True)
-        writers = [w for w in self.writers_of(root) if not _elsewhere(w, op)]
         coord = self._join(operands[1:])
-        if len(writers) == 1 and writers[0].name == "cute.memref.store" and op.name == "cute.memref.load":
+        if len(writers) == 1 and writers[0].store and op.name == "cute.memref.load":
             stored = self._written(writers[0])
             return stored if coord.level == Scope.CTA else self._join([stored, coord])
-        written = [self._written(w) for w in writers]
-        joined = self._join(written + [coord])
+        joined = self._join([self._written(w) for w in writers] + [coord])
         if joined.level > Scope.CTA:
             return Fact(joined.level, None, joined.why or "a per-thread register fragment", joined.data)
         return joined

@@ -53,6 +53,12 @@ class Fact:
     # the value is exactly one of these per-thread arrays, which one decided by a CTA-uniform
     # input (`lim = lane if n > 0 else 31 - lane`); `values` is then None, `split` set
     choices: tuple | None = None
+    # the same in every warp, lane for lane: a function of the lane id (and of uniform values, of
+    # data read through such addresses); a warp broadcast or vote of it is uniform in the CTA
+    symmetric: bool = False
+    # path-sensitive refinements: (condition value, which way it went, the fact there), for a
+    # value merged at an `if` on a divergent condition and read again under the same condition
+    guards: tuple = ()
 
     @property
     def known(self) -> bool:

@@ -32,13 +32,14 @@ invariance: a collective is fine when every thread of its group reaches it toget
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 from typing import Callable
 
 import numpy as np
 
 from lowering.analysis.arith_facts import _FRAGMENT_LOADS, ArithFacts, _kind_of  # noqa: F401
-from lowering.analysis.fragments import FragmentFacts, fragment_root
+from lowering.analysis.fragments import FragmentFacts, _is_rmem, reset_type_cache
 from lowering.analysis.lattice import (  # noqa: F401  (re-exported: the analysis' public names)
     _MAX_FIXPOINT_ROUNDS, _MAX_LOOP_ALTERNATIVES, MAX_THREADS, UNIFORM, WARP_SIZE, WARPGROUP_SIZE,
     Condition, Fact, Reached, Scope, Threads, alternatives, condition_location, threads_reaching,
@@ -77,8 +78,8 @@ class Uniformity(ArithFacts, FragmentFacts):
         self.reached: list[Reached] = []
         self._recording = True
         self.exits: list[tuple[ir.Operation, tuple[Condition, ...]]] = []
-        self._under: dict = {}  # value -> ((condition value, which way, its fact there), ...)
         self._assumed: dict = {}  # condition value -> the way it went, on the path walked now
+        reset_type_cache()
         body = func_op.regions[0]
         if len(body.blocks):
             for arg in body.blocks[0].arguments:
@@ -91,11 +92,14 @@ class Uniformity(ArithFacts, FragmentFacts):
 
     # -- queries ---------------------------------------------------------------------
     def fact(self, value: ir.Value) -> Fact:
-        if self._assumed and value in self._under:
-            for cond, holds, f in self._under[value]:
+        f = self.facts.get(value)
+        if f is None:
+            return Fact(Scope.THREAD, None, "a value this analysis did not reach")
+        if f.guards and self._assumed:
+            for cond, holds, g in f.guards:
                 if self._assumed.get(cond) == holds:
-                    return f
-        return self.facts.get(value) or Fact(Scope.THREAD, None, "a value this analysis did not reach")
+                    return g
+        return f
 
     @contextlib.contextmanager
     def _assuming(self, cond, holds: bool):
@@ -229,11 +233,10 @@ class Uniformity(ArithFacts, FragmentFacts):
             return decided_by + [list(t.operands)[index] for t in terminators.get(op, ())]
         if name == "scf.while":
             return list(op.operands) + [v for t in terminators.get(op, ()) for v in t.operands]
-        if name in _FRAGMENT_LOADS and "rmem" in str(op.operands[0].type):
+        if name in _FRAGMENT_LOADS and _is_rmem(op.operands[0]):
             # a register fragment: what every write into it stored (fragments.py)
-            root = fragment_root(op.operands[0])
-            writes = [v for w in self.writers_of(root) for v in w.operands if "rmem" not in str(v.type)] if root is not None else []
-            return list(op.operands) + writes
+            writes = self.load_inputs(op) or []
+            return list(op.operands) + [v for w in writes for v in w.inputs]
         return list(op.operands)  # an op evaluated from its operands (a region we do not model too)
 
     def _terminator(self, block):
@@ -362,10 +365,11 @@ class Uniformity(ArithFacts, FragmentFacts):
                 sides = [self._known(x) for f in (a, b) for x in (f.choices or (f.values,))]
                 self._set(r, self.choose(sides, a.why or b.why))
             else:
-                self._set(r, self._join([c, a, b]))
-                if c.level > Scope.CTA:
+                joined = self._join([c, a, b])
+                if joined.level > Scope.CTA and min(a.level, b.level) < joined.level:
                     # where the same condition holds again, the value is the branch's own
-                    self._under[r] = ((cond_value, True, a), (cond_value, False, b))
+                    joined = dataclasses.replace(joined, guards=((cond_value, True, a), (cond_value, False, b)))
+                self._set(r, joined)
 
     def _switch(self, op, conds) -> None:
         """scf.index_switch: case k runs where the value equals k, the default where it equals none."""
@@ -386,7 +390,40 @@ class Uniformity(ArithFacts, FragmentFacts):
         for j, r in enumerate(op.results):
             self._set(r, self._join([f] + [self.fact(y[j]) for y in yields if j < len(y)]))
 
-    def _loop_body(self, block_args, inits: list[Fact], run: Callable[[], list[Fact]], record: bool = False) -> tuple[list[Fact], bool]:
+    def _carried_guards(self, block_args, merged: list[Fact], before: list[Fact], after: list[Fact], init_operands, yields) -> list[Fact]:
+        """Guards of carried values follow the carried conditions: a value guarded by the value
+        carried in position k (on entry: the init operand k; after an iteration: the yielded
+        operand k) is guarded by the block argument k."""
+        where = {v: k for k, v in enumerate(init_operands or ())}
+        where.update({v: k for k, v in enumerate(yields or ())})
+        args = list(block_args)
+        own = set(args)
+
+        def remapped(f: Fact) -> dict:
+            found = {}
+            for cond, holds, g in f.guards:
+                key = cond if cond in own else (args[where[cond]] if cond in where and where[cond] < len(args) else None)
+                if key is not None:
+                    found[(key, holds)] = g
+            return found
+
+        out = []
+        for m, a, b in zip(merged, before, after):
+            ga, gb = remapped(a), remapped(b)
+            keys = set(ga) | set(gb)
+            if m.level == Scope.CTA or not keys or not (ga and gb):
+                out.append(m)
+                continue
+            guards = []
+            for key in keys:
+                g = _merge(ga.get(key, a), gb.get(key, b), self)
+                if g.level < m.level:
+                    guards.append((key[0], key[1], g))
+            out.append(dataclasses.replace(m, guards=tuple(guards)) if guards else m)
+        return out
+
+    def _loop_body(self, block_args, inits: list[Fact], run: Callable[[], list[Fact]], record: bool = False,
+                   init_operands=None, yields: Callable[[], list] | None = None) -> tuple[list[Fact], bool]:
         """Iterate a loop body to a fixpoint of its carried values' facts; returns the carried
         facts and whether the ops watched in the body were recorded (`record`: by the round
         that found the fixpoint, which ran on exactly those facts; the other rounds' records
@@ -402,6 +439,9 @@ class Uniformity(ArithFacts, FragmentFacts):
                     self._set(arg, f)
                 yielded = run()
                 merged = [_merge(a, b, self) for a, b in zip(current, yielded)]
+                if any(f.guards for f in current + yielded):
+                    merged = self._carried_guards(block_args, merged, current, yielded, init_operands,
+                                                  yields() if yields is not None else None)
                 # only the carried values some read fact depends on must settle: the others
                 # are not evaluated (see `_what_matters`). Where one of those would not have
                 # settled in _MAX_FIXPOINT_ROUNDS, the full analysis coarsened every carried
@@ -412,7 +452,8 @@ class Uniformity(ArithFacts, FragmentFacts):
                 del self.reached[mark:]
                 current = merged
             else:
-                current = [Fact(Scope.THREAD, None, f.why or "a value carried around a loop", f.data) if f.level > Scope.CTA else f for f in current]
+                current = [Fact(Scope.THREAD, None, f.why or "a value carried around a loop", f.data, symmetric=self.symmetric(f))
+                           if f.level > Scope.CTA else f for f in current]
         finally:
             self._recording = recording
         for arg, f in zip(block_args, current):
@@ -442,14 +483,16 @@ class Uniformity(ArithFacts, FragmentFacts):
             # lb + step * k: the start plus an unknown multiple of the step
             iv_fact = self._shift(start[0], math.gcd(start[1], int(step.values)), "the loop's induction variable", False)
         elif iv_fact.level > Scope.CTA:
-            iv_fact = Fact(iv_fact.level, None, iv_fact.why or "the loop's induction variable", iv_fact.data)
+            iv_fact = Fact(iv_fact.level, None, iv_fact.why or "the loop's induction variable", iv_fact.data,
+                           symmetric=self.symmetric(lb) and self.symmetric(step))
 
         def run():
             self._set(iv, iv_fact)
             self._block(body, inner)
             return [self.fact(v) for v in term.operands] if term is not None else []
 
-        final, recorded = self._loop_body(carried, inits, run, record=True)
+        final, recorded = self._loop_body(carried, inits, run, record=True, init_operands=list(op.operands)[3:],
+                                          yields=lambda: list(term.operands) if term is not None else [])
         self._set(iv, iv_fact)
         if self._recording and not recorded:
             self._block(body, inner)
@@ -458,7 +501,8 @@ class Uniformity(ArithFacts, FragmentFacts):
             if i < len(yielded) and yielded[i] == carried[i]:
                 self._set(r, inits[i])  # carried through unchanged: the trip count does not matter
                 continue
-            self._set(r, self._join([f] + ([Fact(cond.level, None, cond.text, cond.data)] if cond else [])) if cond else f)
+            # the value after the loop depends on how many iterations ran: on the bounds
+            self._set(r, self._join([f, lb, ub, step]) if cond else f)
 
     def _unrolled(self, op, trip: int, lb: Fact, step: Fact, inits: list[Fact], conds) -> None:
         """A loop with a constant, small trip count whose carried values are known on entry: run
@@ -539,18 +583,22 @@ class Uniformity(ArithFacts, FragmentFacts):
             self._block(before, conds)
             cond = simulated or self._condition(term, flag, "the `while` condition")
             state["cond"] = cond
-            for a, v in zip(after.arguments, args):
-                self._set(a, self.fact(v))
-            self._block(after, conds + ((cond,) if cond else ()))
+            with self._assuming(flag, True):  # the body runs where the condition held
+                for a, v in zip(after.arguments, args):
+                    self._set(a, self.fact(v))
+                self._block(after, conds + ((cond,) if cond else ()))
             return [self.fact(v) for v in after_term.operands] if after_term is not None else []
 
-        _, recorded = self._loop_body(before.arguments, inits, run, record=True)
+        _, recorded = self._loop_body(before.arguments, inits, run, record=True, init_operands=list(op.operands),
+                                      yields=lambda: list(after_term.operands) if after_term is not None else [])
         if self._recording and not recorded:
             run()
         cond = state.get("cond")
         for r, v in zip(op.results, args):
             f = self.fact(v)
-            self._set(r, self._join([f, Fact(cond.level, None, cond.text, cond.data)]) if cond else f)
+            # the value after the loop depends on when the condition stopped it
+            self._set(r, self._join([f, self.fact(flag), Fact(cond.level, None, cond.text, cond.data,
+                                                             symmetric=self.symmetric(self.fact(flag)))]) if cond else f)
 
     def _simulate_while(self, op, before, after, inits: list[Fact], conds) -> Condition | None:
         """Run a `while` whose carried values are known per thread, iteration by iteration:
@@ -740,6 +788,8 @@ def _terminator_operands(region) -> list:
 
 
 def _same(a: Fact, b: Fact) -> bool:
+    if [(c, h, g.level) for c, h, g in a.guards] != [(c, h, g.level) for c, h, g in b.guards]:
+        return False
     if a.level != b.level or a.data != b.data or a.known != b.known or a.shifted != b.shifted or a.split != b.split:
         return False
     if a.shifted and a.divisor != b.divisor:
@@ -792,7 +842,8 @@ def _merge(a: Fact, b: Fact, analysis: Uniformity) -> Fact:
                 return UNIFORM
             return Fact(level, pa[0], why, shifted=True, divisor=divisor)
     level = max(a.level, b.level)
-    return Fact(level, None, a.why or b.why or ("a value carried around a loop" if level > Scope.CTA else ""), a.data or b.data)
+    return Fact(level, None, a.why or b.why or ("a value carried around a loop" if level > Scope.CTA else ""), a.data or b.data,
+                symmetric=analysis.symmetric(a) and analysis.symmetric(b))
 
 
 __all__ = [
