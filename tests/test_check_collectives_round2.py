@@ -81,3 +81,21 @@ def test_no_finding_in_dead_code_under_a_constant_false():
         live = _CONSTANT.replace("arith.constant false", "arith.constant true")
         found = check_collectives(parse_module(live, context))
         assert [d.severity for d in found] == ["error"] and "lanes 0-15" in found[0].message
+
+
+def test_strict_check_through_the_hook_stops_the_compile():
+    import lowering
+    from collective_kernels import compile_case
+    from test_check_collectives import _prelowering_error  # noqa: F401  (the same unwrapping)
+
+    try:
+        with lowering.prelowering(check="collectives-strict"):
+            compile_case(CASES["barrier_under_register_loaded_value"])
+    except Exception as e:
+        cause = e
+        while cause is not None and not isinstance(cause, lowering.PreloweringError):
+            cause = cause.__cause__ or cause.__context__
+        assert cause is not None, e
+        assert any("may diverge" in d.message for d in cause.diagnostics)
+        return
+    raise AssertionError("a 'may diverge' warning did not stop the strict compile")

@@ -23,6 +23,19 @@ the set of threads that pass it (`masks`, one per loop iteration that differs), 
 check can compute exactly which threads reach an op. A branch on a CTA-uniform value
 is kept (level CTA): it narrows no collective but decides paths.
 
+Beyond per-thread values (issue 37): an unknown uniform term carries its divisibility
+(`bidx * 128 + tidx < n * 32` is decided alike by the 32 lanes of a warp; `lattice.py`,
+`arith_facts.py`); a loop-carried value that grows by a constant each iteration is its
+start plus an unknown multiple of the step (affine induction); `min(lane, n)` splits a warp
+for some n; the result of an `if` on a uniform condition is one of its sides (exact
+alternatives); a loop of a small constant trip count with known carried values runs
+iteration by iteration; the dead branch of a constant condition is not walked; a value
+merged at an `if` keeps its branch's fact where the same condition holds again (`guards`,
+followed through arithmetic and loop-carried values); a value that depends on the lane id
+alone is the same in every warp (`symmetric`: its broadcast is CTA-uniform); register
+fragments are as divergent as what was written into them (`fragments.py`); CTA-uniform
+values that differ between the CTAs of a cluster are marked (`cluster`).
+
 The idea is the one of LLVM's UniformityAnalysis (sources of divergence propagate
 through data and through control dependence, with sync-dependence at joins), made
 concrete per thread where the IR allows, in the spirit of GPUVerify's barrier

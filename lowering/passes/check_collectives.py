@@ -20,9 +20,27 @@ Which ops are collective, and at what scope, is data (`lowering/analysis/collect
 which threads reach each op is `lowering/analysis/uniformity.py`. An op reached under a
 condition the analysis proves splits its group is an error (`mode=warn`: a warning);
 under a condition that may split it (data-dependent, or thread-dependent in a way the
-analysis cannot evaluate) it is a warning, "may diverge", never an error. A member
-mask (shfl/vote/redux/match/bar.warp) naming exactly the lanes that reach the op,
-and a named barrier whose thread count is the number of threads that reach it, are legal.
+analysis cannot evaluate) it is a warning, "may diverge", never an error, and its note
+says where precision was lost (the condition, and what it depends on); `strict=true`
+makes such a warning fail the run too (a CI gate). A member mask (shfl/vote/redux/match/
+bar.warp, also as an inline-PTX operand or literal) naming exactly the lanes that reach
+the op, and a named barrier whose thread count is the number of threads that reach it,
+are legal. One finding per source-level collective: CuTeDSL expands one call into
+several ops at one line (a warp reduction is five shuffles); the first is reported.
+
+Across sites: a named barrier id's sites (bar.sync and bar.arrive) together must be
+reachable by as many threads as the count they name (and name one count); every warp of
+a warpgroup runs the same setmaxnreg (action and count) when any of its warps runs one;
+`barrier.cluster.arrive` must be reached by every thread of the cluster: an arrive under a
+condition that differs between the CTAs of a cluster (`cluster.ctarank == 0`,
+`bidx % 2 == 0`) with a cluster of more than one CTA is an error.
+
+Exits (`nvvm.exit`, PTX `exit`): what an exited thread means depends on the collective
+(the table's `exited`, from the PTX ISA): `bar.sync` for the whole CTA, `vote`/`redux`/
+`match`/`bar.warp.sync` and `barrier.cluster.arrive` wait only for the non-exited threads,
+so an exit excuses whoever it removed; `.aligned` instructions and `shfl.sync` (a source
+lane that exited gives an undefined value) need every lane, so an exit before them that
+splits a warp is an error; a counted barrier counts the warps that still arrive.
 
 TMEM rules (sm_100a): `alloc_tmem` with a constant nCols not a power of two in
 [32, 512]; `dealloc_tmem` given an address that is not the one `alloc_tmem` wrote
