@@ -377,6 +377,15 @@ class Uniformity(ArithFacts, FragmentFacts):
                 # a uniform branch: the value is exactly one of the two sides' (in every thread)
                 sides = [self._known(x) for f in (a, b) for x in (f.choices or (f.values,))]
                 self._set(r, self.choose(sides, a.why or b.why))
+            elif c.level == Scope.CTA and not c.data and {a.level, b.level} & {Scope.CTA} and any(
+                (f.known or f.choices) and f.level > Scope.CTA for f in (a, b)
+            ):
+                # a uniform branch between a uniform value and a per-thread one (`n if n > 0 else
+                # lane`): for some inputs it is the per-thread one
+                side = a if a.level > Scope.CTA else b
+                joined = Fact(side.level, None, side.why, split=True, symmetric=self.symmetric(side),
+                              guards=((cond_value, True, a), (cond_value, False, b)))
+                self._set(r, joined)
             else:
                 joined = self._join([c, a, b])
                 if joined.level > Scope.CTA and min(a.level, b.level) < joined.level:
