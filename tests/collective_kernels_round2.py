@@ -832,47 +832,47 @@ def _shfl_under_repeated_warp_test(dst: cute.Tensor, n: Int32):
 
 
 @cute.jit
-def _tmem_halves(tidx: Int32, tmem_ptr):
-    """The accumulator's 32 columns as two tcgen05.ld.32x32b.x16 (16 columns each)."""
-    accumulator = cute.make_tensor(tmem_ptr, cute.make_layout((128, _TMEM_VIEWS_COLUMNS), stride=(65536, 1)))
-    load = tcgen05.make_tmem_copy(cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x16), Float32), accumulator)
-    src = load.get_slice(tidx).partition_S(accumulator)
-    return load, src, cute.make_rmem_tensor(src[None, None, 0].shape, Float32)
+def _tmem_halves(tidx: Int32, tmem_ptr, dst: cute.Tensor):
+    """Two 32-column accumulators side by side in TMEM (64 columns), each read by its own
+    tcgen05.ld.32x32b.x32 (the corpus' `_tmem_views`, at column 0 and at column 32)."""
+    load0, _, src0, _, registers, _ = _tmem_views(tidx, tmem_ptr, dst)
+    load1, _, src1, _, _, _ = _tmem_views(tidx, tmem_ptr + _TMEM_VIEWS_COLUMNS, dst)
+    return (load0, load1), (src0, src1), registers
 
 
-@planted("tmem_ld_column_half_by_lane_parity", "sm_100a", "cute.copy", "each lane picks its 16-column half of TMEM by its parity: two half-warp tcgen05.ld")
+@planted("tmem_ld_column_half_by_lane_parity", "sm_100a", "cute.copy", "each lane picks its 32-column half of TMEM by its parity: two half-warp tcgen05.ld")
 @cute.kernel
 def _tmem_ld_column_half_by_lane_parity(dst: cute.Tensor, n: Int32):
     tidx, _, _ = cute.arch.thread_idx()
     lane = cute.arch.lane_idx()
     warp_idx = cute.arch.warp_idx()
     storage = SmemAllocator().allocate(_Barriers)
-    _allocate_by_warp0(warp_idx, storage.tmem_slot.ptr, _TMEM_VIEWS_COLUMNS)
+    _allocate_by_warp0(warp_idx, storage.tmem_slot.ptr, 2 * _TMEM_VIEWS_COLUMNS)
     tmem_ptr = cute.arch.retrieve_tmem_ptr(Float32, 16, storage.tmem_slot.ptr)
-    load, src, registers = _tmem_halves(tidx, tmem_ptr)
+    loads, sources, registers = _tmem_halves(tidx, tmem_ptr, dst)
     if lane % 2 == 0:  # <- diverges
-        cute.copy(load, src[None, None, 0], registers)  # <- collective
+        cute.copy(loads[0], sources[0], registers)  # <- collective
     else:
-        cute.copy(load, src[None, None, 1], registers)
+        cute.copy(loads[1], sources[1], registers)
     dst[tidx] = registers[0]
-    _free_by_warp0(warp_idx, tmem_ptr, _TMEM_VIEWS_COLUMNS)
+    _free_by_warp0(warp_idx, tmem_ptr, 2 * _TMEM_VIEWS_COLUMNS)
 
 
-@correct("tmem_ld_both_halves_then_pick", "sm_100a", "every lane loads both 16-column halves (two warp-wide tcgen05.ld), then picks by its parity from registers")
+@correct("tmem_ld_both_halves_then_pick", "sm_100a", "every lane loads both 32-column halves (two warp-wide tcgen05.ld), then picks by its parity from registers")
 @cute.kernel
 def _tmem_ld_both_halves_then_pick(dst: cute.Tensor, n: Int32):
     tidx, _, _ = cute.arch.thread_idx()
     lane = cute.arch.lane_idx()
     warp_idx = cute.arch.warp_idx()
     storage = SmemAllocator().allocate(_Barriers)
-    _allocate_by_warp0(warp_idx, storage.tmem_slot.ptr, _TMEM_VIEWS_COLUMNS)
+    _allocate_by_warp0(warp_idx, storage.tmem_slot.ptr, 2 * _TMEM_VIEWS_COLUMNS)
     tmem_ptr = cute.arch.retrieve_tmem_ptr(Float32, 16, storage.tmem_slot.ptr)
-    load, src, registers = _tmem_halves(tidx, tmem_ptr)
+    loads, sources, registers = _tmem_halves(tidx, tmem_ptr, dst)
     other = cute.make_rmem_tensor(registers.shape, Float32)
-    cute.copy(load, src[None, None, 0], registers)
-    cute.copy(load, src[None, None, 1], other)
+    cute.copy(loads[0], sources[0], registers)
+    cute.copy(loads[1], sources[1], other)
     value = registers[0]
     if lane % 2 == 1:
         value = other[0]
     dst[tidx] = value
-    _free_by_warp0(warp_idx, tmem_ptr, _TMEM_VIEWS_COLUMNS)
+    _free_by_warp0(warp_idx, tmem_ptr, 2 * _TMEM_VIEWS_COLUMNS)
