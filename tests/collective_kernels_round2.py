@@ -876,3 +876,32 @@ def _tmem_ld_both_halves_then_pick(dst: cute.Tensor, n: Int32):
         value = other[0]
     dst[tidx] = value
     _free_by_warp0(warp_idx, tmem_ptr, 2 * _TMEM_VIEWS_COLUMNS)
+
+
+@planted("tmem_ld_address_by_lane_parity", "sm_100a", "cute.copy", "the TMEM accumulator's column base picked by lane parity (tmem_ptr + (lane % 2) * 32): one tcgen05.ld, two addresses in a warp")
+@cute.kernel
+def _tmem_ld_address_by_lane_parity(dst: cute.Tensor, n: Int32):
+    tidx, _, _ = cute.arch.thread_idx()
+    lane = cute.arch.lane_idx()
+    warp_idx = cute.arch.warp_idx()
+    storage = SmemAllocator().allocate(_Barriers)
+    _allocate_by_warp0(warp_idx, storage.tmem_slot.ptr, 2 * _TMEM_VIEWS_COLUMNS)
+    tmem_ptr = cute.arch.retrieve_tmem_ptr(Float32, 16, storage.tmem_slot.ptr)
+    load, store, tmem_src, tmem_dst, registers, gmem_dst = _tmem_views(tidx, tmem_ptr + (lane % 2) * _TMEM_VIEWS_COLUMNS, dst)
+    cute.copy(load, tmem_src, registers)  # <- collective
+    cute.autovec_copy(registers, gmem_dst)
+    _free_by_warp0(warp_idx, tmem_ptr, 2 * _TMEM_VIEWS_COLUMNS)
+
+
+@correct("tmem_ld_address_by_warp_parity", "sm_100a", "the column base picked by warp parity (tmem_ptr + (warp_idx % 2) * 32): one address per warp")
+@cute.kernel
+def _tmem_ld_address_by_warp_parity(dst: cute.Tensor, n: Int32):
+    tidx, _, _ = cute.arch.thread_idx()
+    warp_idx = cute.arch.warp_idx()
+    storage = SmemAllocator().allocate(_Barriers)
+    _allocate_by_warp0(warp_idx, storage.tmem_slot.ptr, 2 * _TMEM_VIEWS_COLUMNS)
+    tmem_ptr = cute.arch.retrieve_tmem_ptr(Float32, 16, storage.tmem_slot.ptr)
+    load, store, tmem_src, tmem_dst, registers, gmem_dst = _tmem_views(tidx, tmem_ptr + (warp_idx % 2) * _TMEM_VIEWS_COLUMNS, dst)
+    cute.copy(load, tmem_src, registers)
+    cute.autovec_copy(registers, gmem_dst)
+    _free_by_warp0(warp_idx, tmem_ptr, 2 * _TMEM_VIEWS_COLUMNS)

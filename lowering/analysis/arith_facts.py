@@ -78,6 +78,7 @@ _MINMAX = ("arith.minsi", "arith.maxsi", "arith.minui", "arith.maxui")
 _ZERO = np.array(0, dtype=np.int64)
 _CLUSTER_VARYING = Fact(Scope.CTA, cluster=True)
 _FRAGMENT_LOADS = ("cute.memref.load", "cute.memref.load_vec")
+_TMEM_PARTITIONS = ("cute.tiled.copy.partition_S", "cute.tiled.copy.partition_D")
 
 
 def _threshold_key(pred: int | None, diff, g: int):
@@ -165,6 +166,12 @@ class ArithFacts:
             self._set(r, fact)
 
     def _compute(self, op, name: str, kind: str, operands: list[Fact]) -> Fact:
+        if name in _TMEM_PARTITIONS and len(operands) == 3 and operands[2].level > Scope.WARP:
+            if any(atom in str(op.operands[0].type) for atom in ("tmem_load", "tmem_store")):
+                # A TMEM copy's thread layout gives each warp one block of 32 TMEM lanes, the same
+                # base address in all its threads: partitioned by the thread index, the view is
+                # per warp (a coordinate sliced from it afterwards may still differ per lane)
+                return self._join(operands[:2] + [dataclasses.replace(operands[2], level=Scope.WARP)])
         fact = None
         if kind == "source":
             fact = self._source(op, name, operands)

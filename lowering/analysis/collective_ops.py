@@ -63,6 +63,7 @@ class Collective:
     cluster: bool = False  # the group is the cluster's threads
     mask_value: int | None = None  # a member mask written into inline PTX as a literal
     rule: str = ""  # the PTX ISA's rule behind the entry
+    uniform_operand: int | None = None  # an operand every thread of the group must give the same value
 
     @property
     def describes(self) -> str:
@@ -81,6 +82,7 @@ _COUNTED = ("PTX ISA barrier{.cta}: b threads (a multiple of the warp size) part
             "its non-exited threads")
 _WG = "PTX ISA wgmma.*.sync.aligned: all threads of the warpgroup execute the same instruction"
 _TC = "PTX ISA tcgen05.*.sync.aligned: all threads of the warp execute the same instruction"
+_TADDR = "; all threads of the warp give the same taddr (the collective access's base address)"
 
 COLLECTIVES: tuple[Collective, ...] = (
     # --- CTA scope
@@ -121,8 +123,10 @@ COLLECTIVES: tuple[Collective, ...] = (
                atom="sm80", rule=_ALIGNED),
     Collective("cute.gemm", Scope.WARP, "mma.sync.aligned (sm_120 block-scaled)", "warp.MmaMXF8*Op atoms", atom="sm120",
                rule=_ALIGNED),
-    Collective("cute.copy", Scope.WARP, "tcgen05.ld.sync.aligned", _Q100, atom="tmem_load", rule=_TC),
-    Collective("cute.copy", Scope.WARP, "tcgen05.st.sync.aligned", "tcgen05 St atoms: " + _TINY, atom="tmem_store", rule=_TC),
+    Collective("cute.copy", Scope.WARP, "tcgen05.ld.sync.aligned", _Q100, atom="tmem_load", rule=_TC + _TADDR,
+               uniform_operand=1),
+    Collective("cute.copy", Scope.WARP, "tcgen05.st.sync.aligned", "tcgen05 St atoms: " + _TINY, atom="tmem_store",
+               rule=_TC + _TADDR, uniform_operand=2),
     # tcgen05.cp (SMEM to TMEM): CuTeDSL lowers each S2T copy to its own elect.sync + tcgen05.cp, so
     # the whole warp must reach it (under `elect_one` the elect.sync runs in one thread)
     Collective("cute.copy", Scope.WARP, "elect.sync + tcgen05.cp", "tcgen05.Cp*Op S2T atoms: " + _TINY, atom="s2t",

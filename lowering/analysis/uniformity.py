@@ -75,8 +75,9 @@ class Uniformity(ArithFacts, FragmentFacts):
     so named to those it accepts (an `llvm.inline_asm` that is a collective, not every one)."""
 
     def __init__(self, func_op, watch: Callable[[ir.Operation], bool] | None = None, watch_names: frozenset = frozenset(),
-                 watch_filter: Callable[[ir.Operation], bool] | None = None):
+                 watch_filter: Callable[[ir.Operation], bool] | None = None, reads: Callable[[ir.Operation], list] | None = None):
         self.func = func_op
+        self.reads = reads  # with `watch_names`: the non-integer operands of a watched op whose facts are read
         self.kernel = is_kernel(func_op)
         self.threads = Threads(block_shape(func_op))
         self.watch = watch
@@ -201,6 +202,8 @@ class Uniformity(ArithFacts, FragmentFacts):
         # or the tensors a copy reads), what decides a kept op's paths (an `if` condition, a
         # loop's bounds), the branches of unstructured control flow
         pending = [v for op in watched for v in op.operands if _is_integer(v.type)]
+        if self.reads is not None:
+            pending.extend(v for op in watched if op.name != "nvvm.exit" for v in self.reads(op))
         for op in list(kept) + [func_op]:
             pending.extend(_deciding_values(op, terminators.get(op, ())))
         needed_ops: set = set()

@@ -192,7 +192,7 @@ class _Checker:
     def function(self, func) -> None:
         self.counts["functions"] += 1
         # with nothing watched, the analysis only walks the function's ops once (to find that out)
-        analysis = Uniformity(func, watch_names=WATCHED, watch_filter=_is_checked)
+        analysis = Uniformity(func, watch_names=WATCHED, watch_filter=_is_checked, reads=_uniform_operands)
         allocs, deallocs = [], []
         arrivals: dict[str, list[Reached]] = {}
         counted: dict[int, list[Reached]] = {}  # named barrier id -> its sites (bar.sync/bar.arrive with a count)
@@ -370,6 +370,14 @@ class _Checker:
             required = np.array([(mask >> lane) & 1 for lane in range(WARP_SIZE)], dtype=bool)
             if mask != 0xFFFFFFFF:
                 what += f" over the lanes of its member mask 0x{mask:08x}"
+        if entry.uniform_operand is not None and entry.uniform_operand < len(list(op.operands)):
+            f = u.fact(list(op.operands)[entry.uniform_operand])
+            if f.level > scope:
+                kind = "data-dependent: may diverge" if f.data else f"it differs per {f.level.label}"
+                self.report("warning" if f.data else "error", op, func,
+                            f"{what} given a TMEM address that is not the same in every lane of the warp ({kind}"
+                            f"{': ' + f.why if f.why else ''}): tcgen05.ld/st take one address per warp")
+                return
         count = None
         if entry.count_operand and entry.count_operand in _operand_names(op):
             count = u.known_int(_named_operand(op, entry.count_operand))
@@ -555,6 +563,16 @@ def _exits_excused(entry: Collective, conditions, count: int) -> tuple[list, np.
         if c.known:
             alive = c.masks[0] if alive is None else alive & c.masks[0]
     return [c for c in conds if not c.exit], alive
+
+
+def _uniform_operands(op) -> list:
+    """The operands of a collective whose value must be the same in its whole group (a TMEM copy's
+    TMEM address): the analysis computes their facts too."""
+    entry = collective_of(op)
+    if entry is None or entry.uniform_operand is None:
+        return []
+    operands = list(op.operands)
+    return operands[entry.uniform_operand : entry.uniform_operand + 1]
 
 
 def _is_checked(op) -> bool:
