@@ -219,7 +219,7 @@ def fa4(arch: str) -> list:
     cutlass.utils.HardwareInfo = hardware_info.HardwareInfo = _NoGpuHardwareInfo
     import flash_attn.cute.tile_scheduler as tile_scheduler
     import torch
-    from flash_attn.cute.interface import flash_attn_func
+    from flash_attn.cute.interface import flash_attn_func, flash_attn_varlen_func
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     tile_scheduler.HardwareInfo = _NoGpuHardwareInfo
@@ -232,6 +232,16 @@ def fa4(arch: str) -> list:
             learnable_sink = torch.empty(8, dtype=torch.bfloat16, device="cuda") if sink else None
             flash_attn_func(q, k, v, causal=causal, window_size=window, learnable_sink=learnable_sink)
 
+    def varlen(head_dim=128, causal=False, dtype=torch.bfloat16):
+        # packed sequences (cu_seqlens): the tile scheduler sets the tile's bounds under
+        # `if is_valid:` and uses them only under the same test (issue 37)
+        with FakeTensorMode():
+            q = torch.empty(1024, 8, head_dim, dtype=dtype, device="cuda")
+            k = torch.empty(1024, 4, head_dim, dtype=dtype, device="cuda")
+            v = torch.empty(1024, 4, head_dim, dtype=dtype, device="cuda")
+            cu = torch.empty(3, dtype=torch.int32, device="cuda")
+            flash_attn_varlen_func(q, k, v, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=512, max_seqlen_k=512, causal=causal)
+
     configs = [
         ("fa4_fwd_d128", dict()),
         ("fa4_fwd_d128_causal", dict(causal=True)),
@@ -241,7 +251,10 @@ def fa4(arch: str) -> list:
         ("fa4_fwd_d128_sink", dict(sink=True, causal=True)),
         ("fa4_fwd_d128_fp16", dict(dtype=torch.float16)),
     ]
-    return [(name, lambda c=c: forward(**c)) for name, c in configs]
+    varlen_configs = [("fa4_fwd_varlen_d128", dict()), ("fa4_fwd_varlen_d128_causal", dict(causal=True))]
+    return [(name, lambda c=c: forward(**c)) for name, c in configs] + [
+        (name, lambda c=c: varlen(**c)) for name, c in varlen_configs
+    ]
 
 
 FAMILIES = {"ours": ours, "quack": quack, "fa4": fa4}

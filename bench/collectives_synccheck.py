@@ -1,6 +1,13 @@
-"""The planted sm_90a collective bugs of tests/collective_kernels.py, run on the GPU under synccheck.
+"""The planted sm_90a collective bugs of tests/collective_kernels.py (and the round-2 corpus,
+tests/collective_kernels_round2.py), run on the GPU under synccheck.
 
-    python bench/collectives_synccheck.py --out DIR [--timeout 20] [--jobs 4] [--controls N] [CASE ...]
+    python bench/collectives_synccheck.py --out DIR [--timeout 20] [--jobs 4] [--controls N]
+        [--round 1|2|all] [CASE ...]
+
+`--round 2 --controls 1000` runs every sm_90a case of issue 37's corpus, planted and
+correct: the PTX ISA rules the check follows (exit semantics above all: `bar.sync` and
+`vote.sync` after some threads exited are clean, `shfl.sync` and `ldmatrix` are not) are
+confirmed there or refuted.
 
 What compute-sanitizer's synccheck sees at run time, per case, next to what
 check-collectives reports at compile time (bench/RESULTS.md has the table). Each case
@@ -34,7 +41,13 @@ TESTS = os.path.join(ROOT, "tests")
 
 # `n` (the kernel argument) for the launch: chosen so the planted condition really splits
 # its group at run time (a bounds test with n = 100 leaves threads 100..127 of CTA 0 out).
-RUNTIME_N = {"mma_sync_under_lane_condition": 3}
+RUNTIME_N = {
+    "mma_sync_under_lane_condition": 3, "mma_fp8_under_lane_guard": 3,
+    # round 2: the value of n at which each planted condition splits its group
+    "shfl_in_min_lane_loop": 8, "shfl_in_lane_while_to_n": 16, "shfl_in_tidx_loop_to_even_n": 8,
+    "shfl_under_row_lt_multiple_of_16": 1, "shfl_in_tidx_loop_to_multiple_of_32": 5,
+    "shfl_in_tidx_while_to_multiple_of_32": 5, "shfl_in_min_warp_loop": 2, "mma_fp8_under_warp_guard": 2,
+}  # fmt: skip
 DEFAULT_N = 100
 
 _ERROR_LINE = re.compile(r"^=+\s+((?:Barrier error|Warp error|Invalid|[^\n]*detected)[^\n]*)", re.I | re.M)
@@ -49,6 +62,7 @@ def run_case(name: str) -> int:
     from cutlass.cute.runtime import from_dlpack
 
     import collective_kernels as ck
+    import collective_kernels_round2  # noqa: F401  (registers the round-2 cases)
 
     case = ck.CASES[name]
     compiled = ck.compile_case(case)
@@ -99,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=20)
     parser.add_argument("--jobs", type=int, default=4)
     parser.add_argument("--controls", type=int, default=0)
+    parser.add_argument("--round", choices=("1", "2", "all"), default="all", help="which corpus (issue 37 added round 2)")
     parser.add_argument("--run", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.run:
@@ -108,8 +123,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sys.path[:0] = [TESTS, ROOT]
     import collective_kernels as ck
+    import collective_kernels_round2  # noqa: F401  (registers the round-2 cases)
 
-    sm90 = [c for c in ck.CASES.values() if c.runs_on_sm90]
+    def in_round(case) -> bool:
+        second = case.file.endswith("collective_kernels_round2.py")
+        return args.round == "all" or (args.round == "2") == second
+
+    sm90 = [c for c in ck.CASES.values() if c.runs_on_sm90 and in_round(c)]
     names = args.cases or [c.name for c in sm90 if c.expect != "ok"] + [c.name for c in sm90 if c.expect == "ok"][: args.controls]
     os.makedirs(args.out, exist_ok=True)
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:

@@ -142,7 +142,7 @@ class prelowering(contextlib.ContextDecorator):
     """Context manager and decorator: CuTeDSL compiles inside run `pipeline` first.
 
     `check="collectives"` runs `check-collectives` before it (`"collectives-warn"`: its
-    mode=warn), in every compile inside, also under an inner `prelowering(pipeline)`
+    mode=warn; `"collectives-strict"`: a "may diverge" warning fails too), in every compile inside, also under an inner `prelowering(pipeline)`
     (kernels/fmha.py and nvfp4.py set their own): a compile whose kernel has a divergent
     collective raises `PreloweringError` with the located errors instead of producing a
     cubin. `pipeline=None` with a check: the check alone, the pipeline left to whatever
@@ -206,7 +206,11 @@ def _check(pipeline: str) -> None:
         _parsed(resolve(pipeline, "sm_90a"))  # any known arch: this checks the text
 
 
-CHECKS = {"collectives": "check-collectives", "collectives-warn": "check-collectives{mode=warn}"}
+CHECKS = {
+    "collectives": "check-collectives",
+    "collectives-warn": "check-collectives{mode=warn}",
+    "collectives-strict": "check-collectives{strict=true}",  # a "may diverge" warning fails too (CI gates)
+}
 
 
 def with_checks(pipeline: str | None, checks: tuple[str, ...]) -> str:

@@ -60,6 +60,7 @@ class Case:
     collective_line: int | None  # absolute line numbers in `file`
     condition_line: int | None
     why: str  # one line: the bug, or why the near-miss is correct
+    cluster: int = 1  # CTAs per cluster (the launch's cluster shape, along x)
 
     @property
     def runs_on_sm90(self) -> bool:
@@ -80,31 +81,31 @@ def _marked_lines(fn) -> tuple[str, int | None, int | None]:
     return inspect.getsourcefile(fn), (collective or [None])[0], (condition or [None])[0]
 
 
-def planted(name: str, arch: str, op: str, why: str, block: int = 128, grid: int = 2):
+def planted(name: str, arch: str, op: str, why: str, block: int = 128, grid: int = 2, cluster: int = 1):
     """Register a kernel whose marked collective diverges (expected: a located error)."""
-    return _register(name, arch, "error", op, why, block, grid)
+    return _register(name, arch, "error", op, why, block, grid, cluster)
 
 
-def data_dependent(name: str, arch: str, op: str, why: str, block: int = 128, grid: int = 2):
+def data_dependent(name: str, arch: str, op: str, why: str, block: int = 128, grid: int = 2, cluster: int = 1):
     """Register a kernel whose collective sits under a condition read from memory: the
     issue asks for "may diverge", a warning, never an error (the analysis cannot know
     the values)."""
-    return _register(name, arch, "warning", op, why, block, grid)
+    return _register(name, arch, "warning", op, why, block, grid, cluster)
 
 
-def correct(name: str, arch: str, why: str, block: int = 128, grid: int = 2):
+def correct(name: str, arch: str, why: str, block: int = 128, grid: int = 2, cluster: int = 1):
     """Register a near-miss: the same collective, reached by all the threads it needs."""
-    return _register(name, arch, "ok", None, why, block, grid)
+    return _register(name, arch, "ok", None, why, block, grid, cluster)
 
 
-def _register(name, arch, expect, op, why, block, grid):
+def _register(name, arch, expect, op, why, block, grid, cluster=1):
     def register(kernel):
         file, collective, condition = _marked_lines(kernel)  # @cute.kernel wraps with functools.wraps
         if expect != "ok" and collective is None:
             raise ValueError(f"{name}: a planted case marks its collective (and its condition, if one diverges)")
         if name in CASES:
             raise ValueError(f"{name} registered twice")
-        CASES[name] = Case(name, arch, expect, op, kernel, block, grid, file, collective, condition, why)
+        CASES[name] = Case(name, arch, expect, op, kernel, block, grid, file, collective, condition, why, cluster)
         return kernel
 
     return register
@@ -112,7 +113,15 @@ def _register(name, arch, expect, op, why, block, grid):
 
 def launcher(case: Case) -> Callable:
     """A @cute.jit that launches the case's kernel on (dst, n)."""
-    kernel, grid, block = case.kernel, case.grid, case.block
+    kernel, grid, block, cluster = case.kernel, case.grid, case.block, case.cluster
+
+    if cluster > 1:
+
+        @cute.jit
+        def launch_cluster(dst: cute.Tensor, n: Int32):
+            kernel(dst, n).launch(grid=(grid, 1, 1), block=(block, 1, 1), cluster=(cluster, 1, 1))
+
+        return launch_cluster
 
     @cute.jit
     def launch(dst: cute.Tensor, n: Int32):

@@ -16,6 +16,7 @@ import re
 import pytest
 
 import collective_kernels as ck
+import collective_kernels_round2  # noqa: F401  (registers the round-2 cases)
 import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Int32
@@ -36,6 +37,12 @@ CORPUS = (
     "wgmma_under_warpgroup_condition",
     "tmem_round_trip",  # tcgen05 alloc/ld/st/wait/relinquish/dealloc
     "tcgen05_commit_under_elect_one",  # tcgen05.commit: per-thread, not in the table
+    # round 2 (issue 37)
+    "mma_fp8_under_warp_guard",  # mma.sync with e4m3 operands (warp.MmaFP8Op)
+    "tcgen05_cp_by_warp0",  # an S2T copy: elect.sync + tcgen05.cp
+    "redux_inline_mask_of_its_lanes",  # redux.sync written as inline PTX
+    "cluster_arrive_by_every_cta",  # barrier.cluster.arrive.relaxed
+    "setmaxnreg_per_warp_same_count",  # setmaxnreg.dec and .inc
 )
 
 
@@ -124,3 +131,30 @@ def test_per_thread_ops_are_not_collectives():
     assert "tcgen05.commit" in ptx and "mbarrier.init" in ptx
     names = {e.op for e in matched(text)}
     assert not any("mbarrier" in n or "commit" in n for n in names)
+
+
+def test_every_entry_cites_its_ptx_rule_and_exit_semantics():
+    """Issue 37: each entry says which PTX ISA rule makes it a collective and what it requires of
+    exited threads (excused: the instruction waits for the non-exited ones)."""
+    from lowering.analysis.collective_ops import COLLECTIVES
+
+    for entry in COLLECTIVES:
+        assert entry.rule.startswith("PTX ISA"), entry
+        assert entry.exited in ("excused", "holds"), entry
+    by_op = {e.op: e for e in COLLECTIVES}
+    assert by_op["nvvm.barrier0"].exited == "excused"  # exit releases a barrier for all threads
+    assert by_op["nvvm.vote.sync"].exited == "excused"  # waits for the non-exited lanes
+    assert by_op["nvvm.shfl.sync"].exited == "holds"  # a source lane that exited: undefined
+    assert by_op["nvvm.ldmatrix"].exited == "holds"  # .aligned
+
+
+def test_inline_ptx_member_masks_are_read():
+    from lowering.analysis.collective_ops import _inline_mask
+
+    class _Op:
+        name = "llvm.inline_asm"
+        operands = (None, None)
+        attributes = {"asm_string": "x", "constraints": '"=r,r,r"'}
+
+    assert _inline_mask(_Op(), "redux.sync.add.s32 $0, $1, $2;") == (1, None)
+    assert _inline_mask(_Op(), "vote.sync.ballot.b32 $0, p, 0x0000ffff;") == (None, 0xFFFF)

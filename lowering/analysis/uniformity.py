@@ -23,6 +23,19 @@ the set of threads that pass it (`masks`, one per loop iteration that differs), 
 check can compute exactly which threads reach an op. A branch on a CTA-uniform value
 is kept (level CTA): it narrows no collective but decides paths.
 
+Beyond per-thread values (issue 37): an unknown uniform term carries its divisibility
+(`bidx * 128 + tidx < n * 32` is decided alike by the 32 lanes of a warp; `lattice.py`,
+`arith_facts.py`); a loop-carried value that grows by a constant each iteration is its
+start plus an unknown multiple of the step (affine induction); `min(lane, n)` splits a warp
+for some n; the result of an `if` on a uniform condition is one of its sides (exact
+alternatives); a loop of a small constant trip count with known carried values runs
+iteration by iteration; the dead branch of a constant condition is not walked; a value
+merged at an `if` keeps its branch's fact where the same condition holds again (`guards`,
+followed through arithmetic and loop-carried values); a value that depends on the lane id
+alone is the same in every warp (`symmetric`: its broadcast is CTA-uniform); register
+fragments are as divergent as what was written into them (`fragments.py`); CTA-uniform
+values that differ between the CTAs of a cluster are marked (`cluster`).
+
 The idea is the one of LLVM's UniformityAnalysis (sources of divergence propagate
 through data and through control dependence, with sync-dependence at joins), made
 concrete per thread where the IR allows, in the spirit of GPUVerify's barrier
@@ -31,262 +44,29 @@ invariance: a collective is fine when every thread of its group reaches it toget
 
 from __future__ import annotations
 
-import enum
-from dataclasses import dataclass
-from typing import Callable, Iterable
+import contextlib
+import dataclasses
+import math
+from typing import Callable
 
 import numpy as np
 
+from lowering.analysis.arith_facts import _FRAGMENT_LOADS, ArithFacts, _kind_of  # noqa: F401
+from lowering.analysis.fragments import FragmentFacts, _is_rmem, reset_type_cache
+from lowering.analysis.lattice import (  # noqa: F401  (re-exported: the analysis' public names)
+    _MAX_FIXPOINT_ROUNDS, _MAX_LOOP_ALTERNATIVES, MAX_THREADS, UNIFORM, WARP_SIZE, WARPGROUP_SIZE,
+    Condition, Fact, Reached, Scope, Threads, alternatives, condition_location, threads_reaching,
+)
+from lowering.analysis.launch import _operation, _walk, block_shape, gpu_functions, is_kernel  # noqa: F401
 from lowering.mlir import ir
-
-WARP_SIZE = 32
-WARPGROUP_SIZE = 128
-MAX_THREADS = 1024  # what a CTA can hold: the assumption when the block shape is not in the IR
-_MAX_LOOP_ALTERNATIVES = 8
-_MAX_FIXPOINT_ROUNDS = 4
-
-
-class Scope(enum.IntEnum):
-    """Groups of threads, from the widest. A value uniform at a scope is uniform at every narrower one."""
-
-    CTA = 0
-    WARPGROUP = 1
-    WARP = 2
-    THREAD = 3
-
-    @property
-    def label(self) -> str:
-        return {0: "CTA", 1: "warpgroup", 2: "warp", 3: "thread"}[int(self)]
-
-
-@dataclass(frozen=True)
-class Fact:
-    """What is known about one SSA value across the threads of a CTA."""
-
-    level: Scope
-    values: np.ndarray | None = None  # shape () for a constant, (threads,) per thread
-    why: str = ""  # for a non-uniform value: where its variation comes from
-    data: bool = False  # varies through memory, not through the thread index alone
-    shifted: bool = False  # `values` plus one unknown CTA-uniform term (`tidx + bidx * 128`)
-    split: bool = False  # a comparison of a shifted value: splits its `level` groups for some inputs
-
-    @property
-    def known(self) -> bool:
-        return self.values is not None and not self.shifted
-
-
-UNIFORM = Fact(Scope.CTA)
-
-
-class Threads:
-    """The threads of one CTA, by linear id (x fastest), as the launch shapes them."""
-
-    def __init__(self, dims: tuple[int, int, int] | None):
-        self.known = dims is not None
-        self.dims = dims or (MAX_THREADS, 1, 1)
-        dx, dy, dz = self.dims
-        self.count = dx * dy * dz
-        linear = np.arange(self.count, dtype=np.int64)
-        self.tid = (linear % dx, (linear // dx) % dy, linear // (dx * dy))
-        self.lane = linear % WARP_SIZE
-
-    def group_size(self, scope: Scope) -> int:
-        return {Scope.CTA: self.count, Scope.WARPGROUP: WARPGROUP_SIZE, Scope.WARP: WARP_SIZE, Scope.THREAD: 1}[scope]
-
-    def groups(self, scope: Scope, per_thread: np.ndarray) -> np.ndarray:
-        """`per_thread` as rows of one group each; the missing threads of a last partial group are padded
-        with the group's first value (so they never make a group look mixed)."""
-        size = self.group_size(scope)
-        rows = -(-self.count // size)
-        padded = np.empty(rows * size, dtype=per_thread.dtype)
-        padded[: self.count] = per_thread
-        if rows * size > self.count:
-            padded[self.count :] = per_thread[(rows - 1) * size]
-        return padded.reshape(rows, size)
-
-    def level_of(self, values: np.ndarray) -> Scope:
-        """The widest scope over which `values` is the same in every thread."""
-        if values.ndim == 0:
-            return Scope.CTA
-        for scope in (Scope.CTA, Scope.WARPGROUP, Scope.WARP):
-            rows = self.groups(scope, values)
-            if (rows == rows[:, :1]).all():
-                return scope
-        return Scope.THREAD
-
-    def describe(self, mask: np.ndarray) -> str:
-        """'threads 0-63', 'lanes 0-15 of every warp', ... for a set of threads."""
-        ids = np.flatnonzero(np.broadcast_to(mask, (self.count,)))
-        if len(ids) == 0:
-            return "no thread"
-        lanes = sorted(set((ids % WARP_SIZE).tolist()))
-        warps = sorted(set((ids // WARP_SIZE).tolist()))
-        if len(ids) == len(lanes) * len(warps) and len(lanes) < WARP_SIZE:
-            where = "every warp" if len(warps) == -(-self.count // WARP_SIZE) else f"warp{'s' if len(warps) > 1 else ''} {_ranges(warps)}"
-            return f"lane{'s' if len(lanes) > 1 else ''} {_ranges(lanes)} of {where}"
-        return f"thread{'s' if len(ids) > 1 else ''} {_ranges(ids.tolist())}"
-
-
-def _ranges(ids: list[int]) -> str:
-    parts, start = [], None
-    for i, v in enumerate(ids):
-        if start is None:
-            start = v
-        if i + 1 == len(ids) or ids[i + 1] != v + 1:
-            parts.append(f"{start}" if start == v else f"{start}-{v}")
-            start = None
-    text = ", ".join(parts[:4])
-    return text + (", ..." if len(parts) > 4 else "")
-
-
-@dataclass(frozen=True)
-class Condition:
-    """One decision an op's execution depends on."""
-
-    op: ir.Operation  # the op that decides: scf.if, scf.for, scf.condition, cf.cond_br, nvvm.exit
-    value: ir.Value | None  # the deciding value (its defining op locates the condition)
-    text: str  # what decides, in words
-    level: Scope  # how uniform the decision is
-    masks: tuple[np.ndarray, ...] | None = None  # threads that pass, per alternative; None: not known
-    data: bool = False
-    split: bool = False  # not known, but splits groups of `level` for some values of its uniform inputs
-
-    @property
-    def known(self) -> bool:
-        return self.masks is not None
-
-
-@dataclass
-class Reached:
-    """A watched op and the conditions it runs under (outermost first)."""
-
-    op: ir.Operation
-    conditions: tuple[Condition, ...]
-
-
-# --- sources -------------------------------------------------------------------------
-_CTA_UNIFORM_SREGS = (
-    "ctaid", "nctaid", "ntid", "clusterid", "nclusterid", "cluster.ctaid", "cluster.nctaid",
-    "cluster.ctarank", "cluster.nctarank", "nwarpid", "nsmid", "smid", "gridid", "envreg",
-)  # fmt: skip
-# results that differ per thread whatever their operands: atomics (each thread gets its own
-# old value), mbarrier polls, and loads that hand each lane its own piece (TMEM lanes, ldmatrix)
-_PER_THREAD_OPS = (
-    "llvm.atomicrmw", "llvm.cmpxchg", "nvvm.atomic", "nvvm.red.", "cute.atomic", "cute_nvgpu.atomic",
-    "nvvm.mbarrier.try_wait", "nvvm.mbarrier.test_wait", "nvvm.activemask", "nvvm.tcgen05.ld", "nvvm.ldmatrix",
-)  # fmt: skip
-
-
-def _int_attr(op, name: str) -> int | None:
-    try:
-        attr = op.attributes[name]
-    except (KeyError, IndexError):
-        return None
-    return int(attr.value) if isinstance(attr, (ir.IntegerAttr, ir.BoolAttr)) else None
-
-
-def block_shape(func_op) -> tuple[int, int, int] | None:
-    """The CTA's thread shape when the IR fixes it (`nvvm.reqntid`, CuTeDSL's launch facts, `gpu.known_block_size`)."""
-    attrs = func_op.attributes
-    found = None
-    for name in ("nvvm.reqntid", "gpu.known_block_size"):
-        if name in attrs:
-            found = attrs[name]
-            break
-    else:
-        facts = attrs["cutlass_launch_facts"] if "cutlass_launch_facts" in attrs else None
-        if isinstance(facts, ir.DictAttr) and "exact_block_dim" in facts:
-            found = facts["exact_block_dim"]
-    if not isinstance(found, (ir.DenseI32ArrayAttr, ir.DenseI64ArrayAttr)):
-        return None
-    dims = [int(x) for x in found] + [1, 1, 1]
-    return (dims[0], dims[1], dims[2])
-
-
-def is_kernel(op) -> bool:
-    attrs = op.attributes
-    return op.name == "cuda.kernel" or "gpu.kernel" in attrs or "nvvm.kernel" in attrs or "cute.kernel" in attrs
-
-
-def gpu_functions(module_op) -> Iterable:
-    """Kernels and device functions: function-like ops inside a `gpu.module` (at the top
-    level of the module, or the module itself)."""
-    root = _operation(module_op)
-    modules = [root] if root.name == "gpu.module" else [
-        op.operation for region in root.regions for block in region.blocks for op in block.operations
-        if op.operation.name == "gpu.module"
-    ]
-    for gpu_module in modules:
-        for inner in gpu_module.regions[0].blocks[0].operations:
-            inner = inner.operation
-            if inner.name in ("cuda.kernel", "gpu.func", "func.func", "llvm.func") and len(inner.regions[0].blocks):
-                yield inner
-
-
-def _operation(op) -> ir.Operation:
-    """The generic `Operation` (an OpView's `.name` may be its symbol name, e.g. func.func)."""
-    return op.operation if hasattr(op, "operation") else op
-
-
-def _walk(op):
-    yield op
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                yield from _walk(inner.operation)
-
 
 # the terminators whose operands the walk reads: yields (scf.if/for/while/index_switch
 # results, loop-carried values) and branches (block arguments, branch conditions)
+_MAX_UNROLL = 16  # a constant-count loop with known carried values runs iteration by iteration up to this
+
 _READ_TERMINATORS = frozenset({"scf.yield", "scf.condition", "cf.br", "cf.cond_br"})
 
-_KINDS: dict[str, str] = {}
-
-
-def _kind_of(name: str) -> str:
-    """How the analysis treats an op by its name: a source of facts, arithmetic it evaluates, or generic."""
-    if name in ("arith.constant", "cute_nvgpu.arch.make_warp_uniform", "nvvm.shfl.sync", "nvvm.vote.sync",
-                "nvvm.redux.sync", "nvvm.elect.sync", "cute.memref.alloca") or name.startswith("nvvm.read.ptx.sreg."):
-        return "source"
-    if name.startswith(_PER_THREAD_OPS) or "load" in name or name.endswith(".ld") or ".ld." in name:
-        return "source"
-    if name in _BINARY or name in _CASTS or name in ("arith.cmpi", "arith.select"):
-        return "arith"
-    return "generic"
-
-
-# --- evaluation of integer arithmetic on known per-thread values ----------------------
-def _cmp(pred: int, a, b):
-    # arith.cmpi predicates: eq ne slt sle sgt sge ult ule ugt uge
-    ops = (np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal)
-    if pred < 6:
-        return ops[pred](a, b)
-    ua, ub = a.astype(np.uint64), b.astype(np.uint64)
-    return (np.less, np.less_equal, np.greater, np.greater_equal)[pred - 6](ua, ub)
-
-
-def _floordiv(a, b):
-    return np.floor_divide(a, b)
-
-
-def _truncdiv(a, b):
-    q = np.abs(a) // np.abs(b)
-    return np.where((a < 0) ^ (b < 0), -q, q)
-
-
-_BINARY = {
-    "arith.addi": np.add, "arith.subi": np.subtract, "arith.muli": np.multiply,
-    "arith.floordivsi": _floordiv, "arith.divsi": _truncdiv, "arith.divui": _floordiv,
-    "arith.ceildivsi": lambda a, b: -np.floor_divide(-a, b), "arith.ceildivui": lambda a, b: -np.floor_divide(-a, b),
-    "arith.remsi": lambda a, b: a - _truncdiv(a, b) * b, "arith.remui": np.remainder,
-    "arith.andi": np.bitwise_and, "arith.ori": np.bitwise_or, "arith.xori": np.bitwise_xor,
-    "arith.shli": np.left_shift, "arith.shrsi": np.right_shift, "arith.shrui": np.right_shift,
-    "arith.minsi": np.minimum, "arith.maxsi": np.maximum, "arith.minui": np.minimum, "arith.maxui": np.maximum,
-}  # fmt: skip
-_CASTS = ("arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast", "arith.index_castui", "arith.bitcast")
-
-
-class Uniformity:
+class Uniformity(ArithFacts, FragmentFacts):
     """The facts of one GPU function. `watch(op)` selects the ops whose conditions are kept in `reached`.
 
     With `watch_names` and no `watch` (what check-collectives asks), only the facts a check
@@ -295,8 +75,9 @@ class Uniformity:
     so named to those it accepts (an `llvm.inline_asm` that is a collective, not every one)."""
 
     def __init__(self, func_op, watch: Callable[[ir.Operation], bool] | None = None, watch_names: frozenset = frozenset(),
-                 watch_filter: Callable[[ir.Operation], bool] | None = None):
+                 watch_filter: Callable[[ir.Operation], bool] | None = None, reads: Callable[[ir.Operation], list] | None = None):
         self.func = func_op
+        self.reads = reads  # with `watch_names`: the non-integer operands of a watched op whose facts are read
         self.kernel = is_kernel(func_op)
         self.threads = Threads(block_shape(func_op))
         self.watch = watch
@@ -311,6 +92,8 @@ class Uniformity:
         self.reached: list[Reached] = []
         self._recording = True
         self.exits: list[tuple[ir.Operation, tuple[Condition, ...]]] = []
+        self._assumed: dict = {}  # condition value -> the way it went, on the path walked now
+        reset_type_cache()
         body = func_op.regions[0]
         if len(body.blocks):
             for arg in body.blocks[0].arguments:
@@ -323,7 +106,28 @@ class Uniformity:
 
     # -- queries ---------------------------------------------------------------------
     def fact(self, value: ir.Value) -> Fact:
-        return self.facts.get(value) or Fact(Scope.THREAD, None, "a value this analysis did not reach")
+        f = self.facts.get(value)
+        if f is None:
+            return Fact(Scope.THREAD, None, "a value this analysis did not reach")
+        if f.guards and self._assumed:
+            for cond, holds, g in f.guards:
+                if self._assumed.get(cond) == holds:
+                    return g
+        return f
+
+    @contextlib.contextmanager
+    def _assuming(self, cond, holds: bool):
+        """Walk a branch knowing which way `cond` went (path-sensitive facts: a value set under
+        `if c:` and read under `if c:` again is the branch's own, not the merge of both)."""
+        before = self._assumed.get(cond)
+        self._assumed[cond] = holds
+        try:
+            yield
+        finally:
+            if before is None:
+                del self._assumed[cond]
+            else:
+                self._assumed[cond] = before
 
     def known_int(self, value: ir.Value) -> int | None:
         """The value when it is one constant in every thread."""
@@ -335,179 +139,6 @@ class Uniformity:
         return int(first) if (f.values == first).all() else None
 
     # -- facts -----------------------------------------------------------------------
-    def _set(self, value: ir.Value, fact: Fact) -> None:
-        if fact.values is not None and fact.values.ndim == 0 and not fact.shifted:
-            fact = Fact(Scope.CTA, fact.values)
-        self.facts[value] = fact
-
-    def _known(self, values: np.ndarray, why: str = "") -> Fact:
-        level = self.threads.level_of(values)
-        return Fact(level, values, why if level != Scope.CTA else "")
-
-    def _join(self, facts: list[Fact], why: str = "") -> Fact:
-        """A value that is one of `facts` (or computed from all of them)."""
-        worst, data = UNIFORM, False
-        for f in facts:
-            if f.level > worst.level or (f.level == worst.level and f.data and not worst.data):
-                worst = f
-            data = data or (f.data and f.level > Scope.CTA)
-        if worst.level == Scope.CTA:
-            return UNIFORM
-        return Fact(worst.level, None, worst.why or why, data)
-
-    def _default(self, op, operands: list[Fact]) -> Fact:
-        """A result computed from its operands by an op we do not evaluate."""
-        return self._join(operands) if operands else UNIFORM
-
-    def _evaluate(self, op) -> None:
-        if self._needed is not None and op not in self._needed:
-            return  # no fact the check reads depends on this op's results
-        results = op.results
-        if not len(results):
-            return
-        name = op.name
-        kind = _KINDS.get(name)
-        if kind is None:
-            kind = _KINDS[name] = _kind_of(name)
-        facts = self.facts
-        operands = [facts.get(v) or self.fact(v) for v in op.operands]
-        if kind != "source" and all(f is UNIFORM for f in operands):
-            for r in results:  # the common case (layouts, shapes, uniform scalars): no more to decide
-                facts[r] = UNIFORM
-            return
-        fact = None
-        if kind == "source":
-            fact = self._source(op, name, operands)
-        elif kind == "arith":
-            fact = self._arith(op, name, operands)
-        if fact is None:
-            fact = self._default(op, operands)
-        for r in results:
-            self._set(r, fact)
-
-    def _source(self, op, name: str, operands: list[Fact]) -> Fact | None:
-        t = self.threads
-        if name == "arith.constant":
-            try:
-                attr = op.attributes["value"]
-                if isinstance(attr, (ir.IntegerAttr, ir.BoolAttr)):
-                    return Fact(Scope.CTA, np.array(int(attr.value), dtype=np.int64))
-            except (KeyError, ValueError, TypeError):
-                pass
-            return UNIFORM
-        if name.startswith("nvvm.read.ptx.sreg."):
-            reg = name[len("nvvm.read.ptx.sreg.") :]
-            if reg in ("tid.x", "tid.y", "tid.z"):
-                axis = "xyz".index(reg[-1])
-                if not t.known and axis:
-                    return Fact(Scope.THREAD, None, f"the thread index ({reg})")
-                return self._known(t.tid[axis].copy(), f"the thread index ({reg})")
-            if reg == "laneid":
-                return self._known(t.lane.copy(), "the lane id")
-            if reg in ("ntid.x", "ntid.y", "ntid.z") and t.known:
-                return Fact(Scope.CTA, np.array(t.dims["xyz".index(reg[-1])], dtype=np.int64))
-            if reg in ("warpid",):
-                return Fact(Scope.WARP)
-            if any(reg == s or reg.startswith(s + ".") for s in _CTA_UNIFORM_SREGS):
-                return UNIFORM
-            return Fact(Scope.THREAD, None, f"the special register {reg}", data=True)
-        if name == "cute_nvgpu.arch.make_warp_uniform":
-            f = operands[0]
-            if f.known:
-                return f
-            return Fact(min(f.level, Scope.WARP), None, f.why)
-        if name == "nvvm.shfl.sync":
-            return self._shuffle(op, operands)
-        if name == "nvvm.vote.sync":
-            # every lane of the mask gets the same ballot / answer
-            return Fact(min(operands[1].level, Scope.WARP))
-        if name == "nvvm.redux.sync":
-            return Fact(min(operands[0].level, Scope.WARP))
-        if name == "nvvm.elect.sync":
-            # Full warp reaching it (elect.sync demands it): lane 0 is elected.
-            return self._known(t.lane == 0, "elect.sync (one lane of the warp)")
-        if name.startswith(_PER_THREAD_OPS):
-            return Fact(Scope.THREAD, None, f"the result of '{name}'", data=True)
-        if "load" in name or name.endswith(".ld") or ".ld." in name:
-            # A load through an address (and coordinate) uniform at a scope reads the same
-            # value there; through a per-thread address it may differ per thread.
-            joined = self._join(operands)
-            if joined.level > Scope.CTA:
-                return Fact(joined.level, None, f"a value loaded through a per-{joined.level.label} address ('{name}')", data=True)
-            return UNIFORM
-        if name == "cute.memref.alloca" and "smem" not in str(op.results[0].type) and operands == []:
-            # registers: each thread's own fragment; what it holds is per-thread data
-            return Fact(Scope.THREAD, None, "a per-thread register fragment", data=True)
-        return None
-
-    def _shuffle(self, op, operands: list[Fact]) -> Fact:
-        kind = str(op.attributes["kind"]) if "kind" in op.attributes else ""
-        value, offset = operands[1], operands[2]
-        if value.level <= Scope.WARP and not value.known:
-            return Fact(value.level)
-        if "idx" in kind and offset.level <= Scope.WARP:
-            return Fact(Scope.WARP)  # a broadcast from one lane: the same in the whole warp
-        return Fact(Scope.THREAD, None, f"a shuffle ({kind or 'shfl'}) of a per-thread value", value.data)
-
-    def _shifted(self, name: str, operands: list[Fact]) -> Fact | None:
-        """Integer arithmetic on values known up to a CTA-uniform term (`tidx + bidx * 128 < n`)."""
-        if any(f.data or (not f.known and not f.shifted and f.level > Scope.CTA) for f in operands):
-            return None
-        if all(f.level == Scope.CTA and not f.shifted for f in operands):
-            return UNIFORM
-        if not any(f.shifted or not f.known for f in operands):
-            return None
-        vals = [f.values if f.values is not None else np.array(0, dtype=np.int64) for f in operands]
-        why = next((f.why for f in operands if f.why), "")
-        if name in ("arith.addi", "arith.subi") and len(vals) == 2:
-            v = vals[0] + vals[1] if name == "arith.addi" else vals[0] - vals[1]
-            return Fact(self.threads.level_of(v), v, why, shifted=True)
-        if name == "arith.muli" and len(vals) == 2:
-            scale = [f for f in operands if f.known and f.values.ndim == 0]
-            if scale:
-                v = vals[0] * vals[1]
-                return Fact(self.threads.level_of(v), v, why, shifted=True)
-            return None
-        if name in _CASTS and len(vals) == 1:
-            return operands[0]
-        if name == "arith.cmpi" and len(vals) == 2:
-            # which side of an unknown threshold each thread falls: the threads differ
-            # exactly where the compared difference differs
-            level = self.threads.level_of(vals[0] - vals[1])
-            if level == Scope.CTA:
-                return UNIFORM
-            return Fact(level, None, why, split=True)
-        return None
-
-    def _arith(self, op, name: str, operands: list[Fact]) -> Fact | None:
-        if not operands:
-            return None
-        if not all(f.known for f in operands):
-            return self._shifted(name, operands)
-        vals = [f.values for f in operands]
-        why = next((f.why for f in operands if f.why), "")
-        try:
-            with np.errstate(all="ignore"):
-                if name in _BINARY and len(vals) == 2:
-                    if name.startswith(("arith.floordiv", "arith.div", "arith.ceildiv", "arith.rem")) and (vals[1] == 0).any():
-                        return None
-                    if name in ("arith.shli", "arith.shrsi", "arith.shrui") and ((vals[1] < 0) | (vals[1] > 62)).any():
-                        return None
-                    return self._known(_BINARY[name](vals[0], vals[1]), why)
-                if name == "arith.cmpi":
-                    pred = _int_attr(op, "predicate")
-                    if pred is None:
-                        return None
-                    return self._known(_cmp(pred, vals[0], vals[1]).astype(np.int64), why)
-                if name == "arith.select" and len(vals) == 3:
-                    return self._known(np.where(vals[0] != 0, vals[1], vals[2]), why)
-                if name in _CASTS and len(vals) == 1:
-                    return self._known(vals[0], why)
-        except (TypeError, ValueError, OverflowError):
-            return None
-        return None
-
-    # -- control ---------------------------------------------------------------------
     def _region(self, region, conds: tuple[Condition, ...]):
         """Walks the region; returns the terminator of its block when it has one block."""
         blocks = list(region.blocks)
@@ -571,6 +202,8 @@ class Uniformity:
         # or the tensors a copy reads), what decides a kept op's paths (an `if` condition, a
         # loop's bounds), the branches of unstructured control flow
         pending = [v for op in watched for v in op.operands if _is_integer(v.type)]
+        if self.reads is not None:
+            pending.extend(v for op in watched if op.name != "nvvm.exit" for v in self.reads(op))
         for op in list(kept) + [func_op]:
             pending.extend(_deciding_values(op, terminators.get(op, ())))
         needed_ops: set = set()
@@ -591,8 +224,7 @@ class Uniformity:
             if op in visited:
                 self._visited_ops.setdefault(op.block, []).append(op)
 
-    @staticmethod
-    def _inputs(value, func_op, terminators: dict, needed_ops: set) -> list:
+    def _inputs(self, value, func_op, terminators: dict, needed_ops: set) -> list:
         """The values whose facts `value`'s fact is computed from (adds its defining op to `needed_ops`)."""
         owner = value.owner
         if isinstance(owner, ir.Block):
@@ -617,6 +249,10 @@ class Uniformity:
             return decided_by + [list(t.operands)[index] for t in terminators.get(op, ())]
         if name == "scf.while":
             return list(op.operands) + [v for t in terminators.get(op, ()) for v in t.operands]
+        if name in _FRAGMENT_LOADS and _is_rmem(op.operands[0]):
+            # a register fragment: what every write into it stored (fragments.py)
+            writes = self.load_inputs(op) or []
+            return list(op.operands) + [v for w in writes for v in w.inputs]
         return list(op.operands)  # an op evaluated from its operands (a region we do not model too)
 
     def _terminator(self, block):
@@ -682,23 +318,50 @@ class Uniformity:
 
     def _condition(self, op, value: ir.Value, text: str, negate: bool = False) -> Condition | None:
         f = self.fact(value)
+        n = self.threads.count
         if f.known:
             mask = (f.values == 0) if negate else (f.values != 0)
-            mask = np.broadcast_to(mask, (self.threads.count,))
+            mask = np.broadcast_to(mask, (n,))
             return Condition(op, value, text, self.threads.level_of(mask), (mask,))
+        if f.choices is not None:
+            # one of several per-thread outcomes, a uniform input deciding which: each is an alternative
+            masks = tuple(np.broadcast_to((c == 0) if negate else (c != 0), (n,)) for c in f.choices)
+            return Condition(op, value, text + (f" ({f.why})" if f.why else ""), max(self.threads.level_of(m) for m in masks),
+                             masks[:_MAX_LOOP_ALTERNATIVES])
         # CTA-uniform conditions are kept too: they narrow no collective, but decide
         # paths (an `alloc` whose `dealloc` sits under `if n > 0`)
-        return Condition(op, value, text + (f" ({f.why})" if f.why else ""), f.level, None, f.data, f.split)
+        return Condition(op, value, text + (f" ({f.why})" if f.why else ""), f.level, None, f.data, f.split,
+                         cluster=f.cluster and f.level == Scope.CTA)
+
+    def constant(self, value) -> bool | None:
+        """The truth of a condition that is the same in every thread and known (`scf.if %true`,
+        a Python `if` on a closure constant that CuTeDSL staged as a constant); else None."""
+        f = self.fact(value)
+        if not f.known:
+            return None
+        first = f.values.flat[0]
+        return bool(first != 0) if (f.values == first).all() else None
 
     def _if(self, op, conds) -> None:
         cond_value = op.operands[0]
+        then_r, else_r = op.regions[0], op.regions[1]
+        fixed = self.constant(cond_value)
+        if fixed is not None:
+            # dead code is not checked, and the live branch is as reached as the `if` itself
+            live = then_r if fixed else else_r
+            term = self._region(live, conds) if len(live.blocks) else None
+            ys = list(term.operands) if term is not None else _terminator_operands(live)
+            for r, y in zip(op.results, ys):
+                self._set(r, self.fact(y))
+            return
         then_c = self._condition(op, cond_value, "the `if` condition")
         else_c = self._condition(op, cond_value, "the `if` condition (else branch)", negate=True)
-        then_r, else_r = op.regions[0], op.regions[1]
-        then_term = self._region(then_r, conds + ((then_c,) if then_c else ()))
+        with self._assuming(cond_value, True):
+            then_term = self._region(then_r, conds + ((then_c,) if then_c else ()))
         else_term = None
         if len(else_r.blocks):
-            else_term = self._region(else_r, conds + ((else_c,) if else_c else ()))
+            with self._assuming(cond_value, False):
+                else_term = self._region(else_r, conds + ((else_c,) if else_c else ()))
         results = list(op.results)
         if not results:
             return
@@ -713,8 +376,25 @@ class Uniformity:
             b = self.fact(else_y[i]) if i < len(else_y) else UNIFORM
             if c.known and a.known and b.known:
                 self._set(r, self._known(np.where(c.values != 0, a.values, b.values), a.why or b.why or c.why))
+            elif c.level == Scope.CTA and all(f.known or f.choices for f in (a, b)):
+                # a uniform branch: the value is exactly one of the two sides' (in every thread)
+                sides = [self._known(x) for f in (a, b) for x in (f.choices or (f.values,))]
+                self._set(r, self.choose(sides, a.why or b.why))
+            elif c.level == Scope.CTA and not c.data and {a.level, b.level} & {Scope.CTA} and any(
+                (f.known or f.choices) and f.level > Scope.CTA for f in (a, b)
+            ):
+                # a uniform branch between a uniform value and a per-thread one (`n if n > 0 else
+                # lane`): for some inputs it is the per-thread one
+                side = a if a.level > Scope.CTA else b
+                joined = Fact(side.level, None, side.why, split=True, symmetric=self.symmetric(side),
+                              guards=((cond_value, True, a), (cond_value, False, b)))
+                self._set(r, joined)
             else:
-                self._set(r, self._join([c, a, b]))
+                joined = self._join([c, a, b])
+                if joined.level > Scope.CTA and min(a.level, b.level) < joined.level:
+                    # where the same condition holds again, the value is the branch's own
+                    joined = dataclasses.replace(joined, guards=((cond_value, True, a), (cond_value, False, b)))
+                self._set(r, joined)
 
     def _switch(self, op, conds) -> None:
         """scf.index_switch: case k runs where the value equals k, the default where it equals none."""
@@ -735,7 +415,40 @@ class Uniformity:
         for j, r in enumerate(op.results):
             self._set(r, self._join([f] + [self.fact(y[j]) for y in yields if j < len(y)]))
 
-    def _loop_body(self, block_args, inits: list[Fact], run: Callable[[], list[Fact]], record: bool = False) -> tuple[list[Fact], bool]:
+    def _carried_guards(self, block_args, merged: list[Fact], before: list[Fact], after: list[Fact], init_operands, yields) -> list[Fact]:
+        """Guards of carried values follow the carried conditions: a value guarded by the value
+        carried in position k (on entry: the init operand k; after an iteration: the yielded
+        operand k) is guarded by the block argument k."""
+        where = {v: k for k, v in enumerate(init_operands or ())}
+        where.update({v: k for k, v in enumerate(yields or ())})
+        args = list(block_args)
+        own = set(args)
+
+        def remapped(f: Fact) -> dict:
+            found = {}
+            for cond, holds, g in f.guards:
+                key = cond if cond in own else (args[where[cond]] if cond in where and where[cond] < len(args) else None)
+                if key is not None:
+                    found[(key, holds)] = g
+            return found
+
+        out = []
+        for m, a, b in zip(merged, before, after):
+            ga, gb = remapped(a), remapped(b)
+            keys = set(ga) | set(gb)
+            if m.level == Scope.CTA or not keys or not (ga and gb):
+                out.append(m)
+                continue
+            guards = []
+            for key in keys:
+                g = _merge(ga.get(key, a), gb.get(key, b), self)
+                if g.level < m.level:
+                    guards.append((key[0], key[1], g))
+            out.append(dataclasses.replace(m, guards=tuple(guards)) if guards else m)
+        return out
+
+    def _loop_body(self, block_args, inits: list[Fact], run: Callable[[], list[Fact]], record: bool = False,
+                   init_operands=None, yields: Callable[[], list] | None = None) -> tuple[list[Fact], bool]:
         """Iterate a loop body to a fixpoint of its carried values' facts; returns the carried
         facts and whether the ops watched in the body were recorded (`record`: by the round
         that found the fixpoint, which ran on exactly those facts; the other rounds' records
@@ -751,6 +464,9 @@ class Uniformity:
                     self._set(arg, f)
                 yielded = run()
                 merged = [_merge(a, b, self) for a, b in zip(current, yielded)]
+                if any(f.guards for f in current + yielded):
+                    merged = self._carried_guards(block_args, merged, current, yielded, init_operands,
+                                                  yields() if yields is not None else None)
                 # only the carried values some read fact depends on must settle: the others
                 # are not evaluated (see `_what_matters`). Where one of those would not have
                 # settled in _MAX_FIXPOINT_ROUNDS, the full analysis coarsened every carried
@@ -761,7 +477,8 @@ class Uniformity:
                 del self.reached[mark:]
                 current = merged
             else:
-                current = [Fact(Scope.THREAD, None, f.why or "a value carried around a loop", f.data) if f.level > Scope.CTA else f for f in current]
+                current = [Fact(Scope.THREAD, None, f.why or "a value carried around a loop", f.data, symmetric=self.symmetric(f))
+                           if f.level > Scope.CTA else f for f in current]
         finally:
             self._recording = recording
         for arg, f in zip(block_args, current):
@@ -773,19 +490,34 @@ class Uniformity:
         inits = [self.fact(v) for v in list(op.operands)[3:]]
         body = op.regions[0].blocks[0]
         iv, carried = body.arguments[0], list(body.arguments)[1:]
+        term = self._terminator(body)
+        trip = _constant_trip(lb, ub, step)
+        if trip == 0:  # dead code: not checked; the results are the initial values
+            for r, f in zip(op.results, inits):
+                self._set(r, f)
+            return
+        if trip is not None and trip <= _MAX_UNROLL and term is not None and any(
+            f.values is not None and self._matters(a) for a, f in zip(carried, inits)
+        ):
+            return self._unrolled(op, trip, lb, step, inits, conds)
         cond = self._trip_condition(op, lb, ub, step)
         inner = conds + ((cond,) if cond else ())
         iv_fact = self._join([lb, step], "the loop's induction variable")
-        if iv_fact.level > Scope.CTA:
-            iv_fact = Fact(iv_fact.level, None, iv_fact.why or "the loop's induction variable", iv_fact.data)
-        term = self._terminator(body)
+        start = _parts(lb)
+        if start is not None and step.known and step.values.ndim == 0 and int(step.values) > 0:
+            # lb + step * k: the start plus an unknown multiple of the step
+            iv_fact = self._shift(start[0], math.gcd(start[1], int(step.values)), "the loop's induction variable", False)
+        elif iv_fact.level > Scope.CTA:
+            iv_fact = Fact(iv_fact.level, None, iv_fact.why or "the loop's induction variable", iv_fact.data,
+                           symmetric=self.symmetric(lb) and self.symmetric(step))
 
         def run():
             self._set(iv, iv_fact)
             self._block(body, inner)
             return [self.fact(v) for v in term.operands] if term is not None else []
 
-        final, recorded = self._loop_body(carried, inits, run, record=True)
+        final, recorded = self._loop_body(carried, inits, run, record=True, init_operands=list(op.operands)[3:],
+                                          yields=lambda: list(term.operands) if term is not None else [])
         self._set(iv, iv_fact)
         if self._recording and not recorded:
             self._block(body, inner)
@@ -794,7 +526,26 @@ class Uniformity:
             if i < len(yielded) and yielded[i] == carried[i]:
                 self._set(r, inits[i])  # carried through unchanged: the trip count does not matter
                 continue
-            self._set(r, self._join([f] + ([Fact(cond.level, None, cond.text, cond.data)] if cond else [])) if cond else f)
+            # the value after the loop depends on how many iterations ran: on the bounds
+            self._set(r, self._join([f, lb, ub, step]) if cond else f)
+
+    def _unrolled(self, op, trip: int, lb: Fact, step: Fact, inits: list[Fact], conds) -> None:
+        """A loop with a constant, small trip count whose carried values are known on entry: run
+        iteration by iteration (`acc = 0; for i in range(3): acc += lane` is `3 * lane` after it,
+        not "a value carried around a loop")."""
+        body = op.regions[0].blocks[0]
+        iv, carried = body.arguments[0], list(body.arguments)[1:]
+        term = self._terminator(body)
+        current = list(inits)
+        first, stride = int(lb.values), int(step.values)
+        for k in range(trip):
+            for a, f in zip(carried, current):
+                self._set(a, f)
+            self._set(iv, Fact(Scope.CTA, np.array(first + k * stride, dtype=np.int64)))
+            self._block(body, conds)  # every thread runs every iteration: no trip condition
+            current = [self.fact(v) for v in term.operands]
+        for r, f in zip(op.results, current):
+            self._set(r, f)
 
     def _trip_condition(self, op, lb: Fact, ub: Fact, step: Fact) -> Condition | None:
         text = "the trip count of this `for` loop (its bounds and step)"
@@ -825,12 +576,22 @@ class Uniformity:
             return None
         why = f" ({worst.why})" if worst.why else ""
         exact = [f for f in (lb, ub, step) if f.known or f.shifted or (f.level == Scope.CTA and not f.data)]
-        if len(exact) == 3 and step.known and (np.asarray(step.values) > 0).all():
-            zero = np.array(0, dtype=np.int64)
-            spread = (ub.values if ub.values is not None else zero) - (lb.values if lb.values is not None else zero)
-            level = self.threads.level_of(np.broadcast_to(spread, (self.threads.count,)))
-            if level > Scope.CTA:
-                return Condition(op, value, text + why, level, None, False, True)
+        if len(exact) == 3 and step.known and step.values.ndim == 0 and int(step.values) > 0:
+            # ub - lb is a known part `v` plus an unknown multiple of g: a thread runs more than k
+            # iterations where v - k*step + g*m > 0, i.e. where ceil((v - k*step) / g) > -m; the
+            # threads of a group run alike for every m when that key is the same in the group for
+            # every residue of k*step modulo g (`range(tidx, n * 32, 128)`: per warp)
+            (vu, du), (vl, dl) = (_parts(f) or (_ZERO, 1) for f in (ub, lb))
+            g, stride = math.gcd(du, dl) or 1, int(step.values)
+            spread = np.broadcast_to(vu - vl, (self.threads.count,))
+            residues = sorted({(k * stride) % g for k in range(min(g // math.gcd(stride, g), 64))})
+            level = max(self.threads.level_of(-np.floor_divide(-(spread - r), g)) for r in residues)
+            if level == Scope.CTA:
+                return None
+            return Condition(op, value, text + why, level, None, False, True)
+        if not worst.data and all(f.level == Scope.CTA or f.split for f in (lb, ub, step)):
+            # a bound that splits its groups for some uniform inputs (`range(min(lane, n))`)
+            return Condition(op, value, text + why, worst.level, None, False, True)
         return Condition(op, value, text + why, worst.level, None, worst.data)
 
     def _while(self, op, conds) -> None:
@@ -847,18 +608,22 @@ class Uniformity:
             self._block(before, conds)
             cond = simulated or self._condition(term, flag, "the `while` condition")
             state["cond"] = cond
-            for a, v in zip(after.arguments, args):
-                self._set(a, self.fact(v))
-            self._block(after, conds + ((cond,) if cond else ()))
+            with self._assuming(flag, True):  # the body runs where the condition held
+                for a, v in zip(after.arguments, args):
+                    self._set(a, self.fact(v))
+                self._block(after, conds + ((cond,) if cond else ()))
             return [self.fact(v) for v in after_term.operands] if after_term is not None else []
 
-        _, recorded = self._loop_body(before.arguments, inits, run, record=True)
+        _, recorded = self._loop_body(before.arguments, inits, run, record=True, init_operands=list(op.operands),
+                                      yields=lambda: list(after_term.operands) if after_term is not None else [])
         if self._recording and not recorded:
             run()
         cond = state.get("cond")
         for r, v in zip(op.results, args):
             f = self.fact(v)
-            self._set(r, self._join([f, Fact(cond.level, None, cond.text, cond.data)]) if cond else f)
+            # the value after the loop depends on when the condition stopped it
+            self._set(r, self._join([f, self.fact(flag), Fact(cond.level, None, cond.text, cond.data,
+                                                             symmetric=self.symmetric(self.fact(flag)))]) if cond else f)
 
     def _simulate_while(self, op, before, after, inits: list[Fact], conds) -> Condition | None:
         """Run a `while` whose carried values are known per thread, iteration by iteration:
@@ -927,10 +692,18 @@ class Uniformity:
                 path &= np.logical_or.reduce(c.masks)
             exited |= path
         text = "a thread-dependent exit (`nvvm.exit`) before this point"
+        # located at what decided the exit (the `if` around it), not the `exit` op CuTeDSL
+        # builds without a line of its own
+        decided = next((conds[-1] for _, conds in exits if len(conds) > depth), None)
+        if decided is not None:
+            op, value = decided.op, decided.value
+            text += f", under {decided.text}"
+        else:
+            value = None
         if known:
             alive = ~exited
-            return Condition(op, None, text, self.threads.level_of(alive), (alive,))
-        return Condition(op, None, text, level, None, data)
+            return Condition(op, value, text, self.threads.level_of(alive), (alive,), exit=True)
+        return Condition(op, value, text, level, None, data, exit=True)
 
     def _cfg(self, blocks, conds) -> None:
         """Unstructured control flow (cf.br / cf.cond_br): control dependence from post-dominators."""
@@ -1040,44 +813,62 @@ def _terminator_operands(region) -> list:
 
 
 def _same(a: Fact, b: Fact) -> bool:
-    if a.level != b.level or a.data != b.data or a.known != b.known:
+    if [(c, h, g.level) for c, h, g in a.guards] != [(c, h, g.level) for c, h, g in b.guards]:
         return False
-    return not a.known or np.array_equal(a.values, b.values)
+    if a.level != b.level or a.data != b.data or a.known != b.known or a.shifted != b.shifted or a.split != b.split:
+        return False
+    if a.shifted and a.divisor != b.divisor:
+        return False
+    if (a.values is None) != (b.values is None):
+        return False
+    return a.values is None or np.array_equal(a.values, b.values)
+
+
+_ZERO = np.array(0, dtype=np.int64)
+
+
+def _constant_trip(lb: Fact, ub: Fact, step: Fact) -> int | None:
+    """The trip count of a `for` loop whose bounds and step are one known constant each."""
+    if not (lb.known and ub.known and step.known) or lb.values.ndim or ub.values.ndim or step.values.ndim:
+        return None
+    s = int(step.values)
+    if s <= 0:
+        return None
+    return max(0, -(-(int(ub.values) - int(lb.values)) // s))
+
+
+def _parts(f: Fact):
+    """(known part, divisor of the unknown uniform part; 0: none) of an integer fact, or None."""
+    if f.data or f.split:
+        return None
+    if f.known:
+        return f.values, 0
+    if f.shifted:
+        return f.values, f.divisor
+    return None
 
 
 def _merge(a: Fact, b: Fact, analysis: Uniformity) -> Fact:
-    """A loop-carried value: its value on entry or after some iterations."""
+    """A loop-carried value: its value on entry or after some iterations. When every iteration
+    adds the same uniform constant (`k = lane; while ...: k += 32`), the value is its entry
+    value plus an unknown multiple of that step (`lane + 32 * j`): affine induction."""
     if a.known and b.known and np.array_equal(np.broadcast_to(a.values, np.shape(b.values)), b.values):
         return a
+    pa, pb = _parts(a), _parts(b)
+    if pa is not None and pb is not None:
+        step = np.broadcast_to(pb[0] - pa[0], (analysis.threads.count,))
+        if (step == step[0]).all():
+            divisor = math.gcd(math.gcd(pa[1], pb[1]), abs(int(step[0])))
+            if divisor == 0:
+                return a
+            level = analysis.threads.level_of(np.broadcast_to(pa[0], (analysis.threads.count,)))
+            why = a.why or b.why or ("a value carried around a loop" if level > Scope.CTA else "")
+            if level == Scope.CTA and divisor == 1:
+                return UNIFORM
+            return Fact(level, pa[0], why, shifted=True, divisor=divisor)
     level = max(a.level, b.level)
-    return Fact(level, None, a.why or b.why or ("a value carried around a loop" if level > Scope.CTA else ""), a.data or b.data)
-
-
-def condition_location(cond: Condition):
-    """The op that best locates a condition: the deciding value's defining op, else the deciding op."""
-    if cond.value is not None:
-        owner = cond.value.owner
-        if not isinstance(owner, ir.Block):
-            return owner.operation if hasattr(owner, "operation") else owner
-    return cond.op
-
-
-def threads_reaching(conds: Iterable[Condition], count: int, choice: tuple[int, ...] | None = None) -> np.ndarray:
-    """The threads that pass every known condition (one alternative per loop condition)."""
-    mask = np.ones(count, dtype=bool)
-    known = [c for c in conds if c.known]
-    for i, c in enumerate(known):
-        mask &= c.masks[choice[i] if choice else 0]
-    return mask
-
-
-def alternatives(conds: list[Condition], limit: int = 64) -> list[tuple[int, ...]]:
-    """Combinations of loop-iteration alternatives of the known conditions (at most `limit`)."""
-    sizes = [len(c.masks) for c in conds if c.known]
-    combos: list[tuple[int, ...]] = [()]
-    for s in sizes:
-        combos = [c + (k,) for c in combos for k in range(s)][:limit]
-    return combos
+    return Fact(level, None, a.why or b.why or ("a value carried around a loop" if level > Scope.CTA else ""), a.data or b.data,
+                symmetric=analysis.symmetric(a) and analysis.symmetric(b))
 
 
 __all__ = [

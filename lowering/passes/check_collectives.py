@@ -20,9 +20,27 @@ Which ops are collective, and at what scope, is data (`lowering/analysis/collect
 which threads reach each op is `lowering/analysis/uniformity.py`. An op reached under a
 condition the analysis proves splits its group is an error (`mode=warn`: a warning);
 under a condition that may split it (data-dependent, or thread-dependent in a way the
-analysis cannot evaluate) it is a warning, "may diverge", never an error. A member
-mask (shfl/vote/redux/match/bar.warp) naming exactly the lanes that reach the op,
-and a named barrier whose thread count is the number of threads that reach it, are legal.
+analysis cannot evaluate) it is a warning, "may diverge", never an error, and its note
+says where precision was lost (the condition, and what it depends on); `strict=true`
+makes such a warning fail the run too (a CI gate). A member mask (shfl/vote/redux/match/
+bar.warp, also as an inline-PTX operand or literal) naming exactly the lanes that reach
+the op, and a named barrier whose thread count is the number of threads that reach it,
+are legal. One finding per source-level collective: CuTeDSL expands one call into
+several ops at one line (a warp reduction is five shuffles); the first is reported.
+
+Across sites: a named barrier id's sites (bar.sync and bar.arrive) together must be
+reachable by as many threads as the count they name (and name one count); every warp of
+a warpgroup runs the same setmaxnreg (action and count) when any of its warps runs one;
+`barrier.cluster.arrive` must be reached by every thread of the cluster: an arrive under a
+condition that differs between the CTAs of a cluster (`cluster.ctarank == 0`,
+`bidx % 2 == 0`) with a cluster of more than one CTA is an error.
+
+Exits (`nvvm.exit`, PTX `exit`): what an exited thread means depends on the collective
+(the table's `exited`, from the PTX ISA): `bar.sync` for the whole CTA, `vote`/`redux`/
+`match`/`bar.warp.sync` and `barrier.cluster.arrive` wait only for the non-exited threads,
+so an exit excuses whoever it removed; `.aligned` instructions and `shfl.sync` (a source
+lane that exited gives an undefined value) need every lane, so an exit before them that
+splits a warp is an error; a counted barrier counts the warps that still arrive.
 
 TMEM rules (sm_100a): `alloc_tmem` with a constant nCols not a power of two in
 [32, 512]; `dealloc_tmem` given an address that is not the one `alloc_tmem` wrote
@@ -50,8 +68,10 @@ from lowering.analysis.collective_ops import (
     collective_of,
     op_names,
 )
+from lowering.analysis.launch import cluster_size
 from lowering.analysis.uniformity import (
     WARP_SIZE,
+    WARPGROUP_SIZE,
     Condition,
     Reached,
     Scope,
@@ -63,7 +83,7 @@ from lowering.analysis.uniformity import (
 )
 from lowering.diagnostics import CheckFailed, Diagnostic, DiagnosticSink, SourceBuffer, _file_location
 from lowering.mlir import inert_values, ir
-from lowering.registry import choice, register_pass
+from lowering.registry import choice, flag, register_pass
 
 MODES = ("error", "warn")
 WATCHED = frozenset(op_names()) | {TMEM_ALLOC, TMEM_DEALLOC}
@@ -84,6 +104,7 @@ def check_collectives(module, mode: str = "error", source: SourceBuffer | None =
     "check-collectives",
     options=(
         choice("mode", MODES, "error", "error: provable divergence fails the run; warn: it is reported as a warning"),
+        flag("strict", False, "a 'may diverge' warning fails the run too (for CI gates)"),
     ),
 )
 class CheckCollectives:
@@ -99,6 +120,7 @@ class CheckCollectives:
 
     def __init__(self, options: dict, sink: DiagnosticSink):
         self.mode = options["mode"]
+        self.strict = bool(options.get("strict", False))
         self.sink = sink
         self.counts: Counter[str] = Counter({name: 0 for name in self.statistics})
 
@@ -106,7 +128,7 @@ class CheckCollectives:
         checker = _Checker(self.mode, self.sink.source)
         checker.check(root)
         self.counts.update(checker.counts)
-        errors = [d for d in checker.diagnostics if d.severity == "error"]
+        errors = [d for d in checker.diagnostics if d.severity == "error" or (self.strict and d.severity == "warning")]
         if errors:
             raise CheckFailed(checker.diagnostics)  # the pipeline fails with them, located
         self.sink.diagnostics.extend(checker.diagnostics)
@@ -118,12 +140,14 @@ class _Checker:
         self.source = source
         self.diagnostics: list[Diagnostic] = []
         self.counts: Counter[str] = Counter()
+        self._reported: dict = {}  # source location (or op) -> index of its finding
 
     def check(self, root) -> None:
         # inert_values: reading the kernel must not let CuTeDSL wrap (and build ops on) its values
         with inert_values():
             for func in gpu_functions(root):
                 self.function(func)
+        self.diagnostics = [d for d in self.diagnostics if d is not None]
 
     # -- reporting -------------------------------------------------------------------
     def _where(self, op, func) -> tuple:
@@ -136,9 +160,20 @@ class _Checker:
         return self.source.locate(func.location), _UNLOCATED
 
     def report(self, severity: str, op, func, message: str, cond: Condition | None = None) -> None:
+        """One finding per source-level collective: CuTeDSL expands one call (`warp_reduction_max`,
+        an unrolled loop) into several ops at one location; the first finding there is kept (an
+        error replaces a warning)."""
         if severity == "error" and self.mode == "warn":
             severity = "warning"
         where, suffix = self._where(op, func)
+        key = (where.file, where.line, where.col) if where is not None and suffix != _UNLOCATED else op
+        if key in self._reported:
+            index = self._reported[key]
+            if index is None or severity != "error" or self.diagnostics[index].severity == "error":
+                return
+            self.diagnostics[index] = None  # the warning there gives way to the error
+            self.counts["warnings"] -= 1
+        self._reported[key] = len(self.diagnostics)
         notes = []
         if cond is not None:
             cop = _loop_line(cond.op) if cond.op.name == "scf.for" else condition_location(cond)
@@ -157,12 +192,19 @@ class _Checker:
     def function(self, func) -> None:
         self.counts["functions"] += 1
         # with nothing watched, the analysis only walks the function's ops once (to find that out)
-        analysis = Uniformity(func, watch_names=WATCHED, watch_filter=_is_checked)
+        analysis = Uniformity(func, watch_names=WATCHED, watch_filter=_is_checked, reads=_uniform_operands)
         allocs, deallocs = [], []
         arrivals: dict[str, list[Reached]] = {}
-        # uses per named-barrier id; None counts the sites whose id is computed at run time
+        counted: dict[int, list[Reached]] = {}  # named barrier id -> its sites (bar.sync/bar.arrive with a count)
+        setmaxnreg: list[Reached] = []
+        # sites per named-barrier id (an op reached on several paths, or once per unrolled
+        # iteration, is one site); None counts the sites whose id is computed at run time
         named: Counter = Counter()
+        seen_sites: set = set()
         for r in analysis.reached:
+            if r.op in seen_sites:
+                continue
+            seen_sites.add(r.op)
             if r.op.name in ("nvvm.barrier", "nvvm.barrier.arrive", "nvvm.barrier0"):
                 named[_barrier_id(analysis, r.op)] += 1
             elif r.op.name in ("llvm.inline_asm", "nvvm.inline_ptx") and collective_of(r.op) is not None:
@@ -175,54 +217,167 @@ class _Checker:
             elif r.op.name == TMEM_DEALLOC:
                 deallocs.append(r)
                 self._dealloc_address(analysis, r, func, allocs)
-            if entry is not None:
-                self.counts["collectives"] += 1
-                if entry.arrive_anywhere:
-                    arrivals.setdefault(entry.op, []).append(r)
-                else:
-                    self._collective(analysis, r, entry, func, named)
+            if entry is None:
+                continue
+            self.counts["collectives"] += 1
+            if entry.arrive_anywhere:
+                arrivals.setdefault(entry.op, []).append(r)
+                continue
+            if r.op.name == "nvvm.setmaxregister":
+                setmaxnreg.append(r)
+            if entry.count_operand and entry.count_operand in _operand_names(r.op):
+                bid = _barrier_id(analysis, r.op)
+                if bid is not None:
+                    counted.setdefault(bid, []).append(r)
+            self._collective(analysis, r, entry, func, named)
         for sites in arrivals.values():
             self._arrivals(analysis, sites, func)
+        for bid, sites in counted.items():
+            if named.get(None, 0) == 0:
+                self._barrier_sites(analysis, bid, sites, func)
+        self._setmaxnreg(analysis, setmaxnreg, func)
         self._alloc_paths(analysis, allocs, deallocs, func)
 
     def _arrivals(self, u: Uniformity, sites: list[Reached], func) -> None:
         """An arrive every thread must reach at one of its sites (barrier.cluster.arrive): the
-        threads reaching no site, when every site's conditions are known."""
+        threads reaching no site, when every site's conditions are known; and, the group being
+        the cluster, no arrive may sit under a condition that differs between the CTAs of a
+        cluster (`if cluster.ctarank == 0`) unless another site takes the other CTAs."""
         threads = u.threads
-        if not threads.known or any(not c.known for r in sites for c in r.conditions):
+        entry = collective_of(sites[0].op)
+        kept = [(r, [c for c in r.conditions if not c.exit]) for r in sites]  # exited threads release it
+        self._cluster_split(u, entry, kept, func)
+        if not threads.known or any(not c.known for _, conds in kept for c in conds):
             return
         arrived = np.zeros(threads.count, dtype=bool)
-        for r in sites:
-            for combo in alternatives(list(r.conditions)):
-                arrived |= threads_reaching(r.conditions, threads.count, combo)
+        for _, conds in kept:
+            for combo in alternatives(conds):
+                arrived |= threads_reaching(conds, threads.count, combo)
         if not arrived.any():
             # No thread arrives anywhere: the cluster barrier is never used (CUTLASS's Hopper
             # examples guard arrive and wait with `if cute.size(cluster_shape) > 1:`, constant
             # false for a 1x1 cluster).
             return
         if not arrived.all():
-            entry = collective_of(sites[0].op)
             missing = threads.describe(~arrived)
             self.report("error", sites[0].op, func,
                         f"{entry.describes}: every thread of the cluster must arrive, and {missing} "
                         f"reach no '{entry.op}' of this kernel: the cluster barrier never completes",
-                        next((c for c in sites[0].conditions), None))
+                        next((c for c in kept[0][1]), None))
+
+    def _cluster_split(self, u: Uniformity, entry, kept, func) -> None:
+        size = cluster_size(u.func)
+        if not entry.cluster or size == 1:
+            return
+        if any(not any(c.cluster for c in conds) for _, conds in kept):
+            return  # a site every CTA reaches (as far as the cluster goes)
+        keys = [{_condition_key(c) for c in conds if c.cluster} for _, conds in kept]
+        ops = {}
+        for ks in keys:
+            for k in ks:
+                ops.setdefault(k[:-1] if isinstance(k, tuple) else k, set()).add(k[-1] if isinstance(k, tuple) else None)
+        if any(len(texts) >= 2 for texts in ops.values()):
+            return  # arrives in both branches of one cluster-varying test
+        r, conds = kept[0]
+        cond = next(c for c in conds if c.cluster)
+        where = f"a cluster of {size} CTAs" if size else "a cluster (its shape is not in the IR)"
+        self.report("error" if size else "warning", r.op, func,
+                    f"{entry.describes} is a cluster collective (every thread of every CTA of the cluster must "
+                    f"arrive) reached under a condition that differs between the CTAs of {where}: the CTAs "
+                    f"that skip it never arrive, and the cluster barrier never completes", cond)
+
+    def _barrier_sites(self, u: Uniformity, bid: int, sites: list[Reached], func) -> None:
+        """A named barrier used at several sites (bar.sync and bar.arrive, same id): the warps
+        that can ever reach one of them must supply its count of threads (PTX: b threads, a warp
+        arriving for its non-exited threads), or the barrier never completes."""
+        threads = u.threads
+        if len({r.op for r in sites}) < 2 or not threads.known:
+            return
+        counts = {u.known_int(_named_operand(r.op, "number_of_threads")) for r in sites}
+        if None in counts:
+            return
+        arriving = np.zeros(threads.count, dtype=bool)
+        for r in sites:
+            conds = [c for c in r.conditions if not c.exit]
+            if any(not c.known and (c.level > Scope.CTA or c.data) for c in conds):
+                return  # who reaches it is not known
+            known = [c for c in conds if c.known]  # a uniform unknown test: taken as passed (the most threads)
+            for combo in alternatives(known):
+                arriving |= threads_reaching(known, threads.count, combo)
+        warps = threads.groups(Scope.WARP, arriving).any(axis=1)
+        supplied = int(warps.sum()) * WARP_SIZE
+        count = max(counts)
+        names = " and ".join(sorted({f"'{r.op.name}'" for r in sites}))
+        what = f"{collective_of(sites[0].op).describes}: {names} are the {len({r.op for r in sites})} sites of named barrier {bid}"
+        if len(counts) > 1:
+            self.report("error", sites[0].op, func,
+                        f"{what}, given different thread counts ({', '.join(map(str, sorted(counts)))}): every thread "
+                        f"that arrives at one barrier names the same count")
+        elif 0 < supplied < count:
+            lanes = np.repeat(warps, WARP_SIZE)[: threads.count]
+            self.report("error", sites[0].op, func,
+                        f"{what}, which counts {count} threads, and at most {supplied} can ever arrive there "
+                        f"({threads.describe(lanes)}): the barrier never completes",
+                        next((c for c in sites[0].conditions if c.known), None))
+
+    def _setmaxnreg(self, u: Uniformity, sites: list[Reached], func) -> None:
+        """setmaxnreg: every warp of a warpgroup executes the same one (PTX ISA). Per site the
+        warp collective check runs; across sites, a warpgroup some of whose warps run a
+        setmaxnreg with some action and count must have all its warps run one like it."""
+        threads = u.threads
+        if not sites or not threads.known:
+            return
+        by_kind: dict = {}
+        for r in sites:
+            if any(not c.known and c.level > Scope.CTA for c in r.conditions if not c.exit):
+                return
+            known = [c for c in r.conditions if c.known and not c.exit]
+            reach = np.zeros(threads.count, dtype=bool)
+            for combo in alternatives(known):
+                reach |= threads_reaching(known, threads.count, combo)
+            kind = tuple(_attr_word(r.op, a) for a in ("action", "regCount"))
+            entry = by_kind.setdefault(kind, [np.zeros(threads.count, dtype=bool), r])
+            entry[0] |= reach
+        for kind, (reach, r) in by_kind.items():
+            warps = threads.groups(Scope.WARP, reach).any(axis=1)
+            per_group = -(-threads.count // WARPGROUP_SIZE)
+            for g in range(per_group):
+                mine = warps[g * 4 : g * 4 + 4]
+                if mine.any() and not mine.all():
+                    lanes = np.repeat(warps, WARP_SIZE)[: threads.count]
+                    self.report("error", r.op, func,
+                                f"'nvvm.setmaxregister' (PTX setmaxnreg.{'inc' if 'inc' in kind[0] else 'dec'} {kind[1]}) must be executed by "
+                                f"every warp of a warpgroup (the same action and count): only {threads.describe(lanes)} "
+                                f"run it, not all of warpgroup {g}",
+                                next((c for c in r.conditions if c.known), None))
+                    break
 
     # -- collectives -----------------------------------------------------------------
     def _collective(self, u: Uniformity, r: Reached, entry: Collective, func, named) -> None:
         op, scope, threads = r.op, entry.scope, u.threads
-        conds = list(r.conditions)
+        conds, alive = _exits_excused(entry, r.conditions, threads.count)
         required = None  # per-lane: which lanes of a warp the op's member mask names
         what = f"{entry.describes} is a {scope.label} collective"
-        if entry.mask_operand is not None:
+        if entry.mask_operand is not None or entry.mask_value is not None:
             operands = list(op.operands)
-            mask = u.known_int(operands[entry.mask_operand]) if entry.mask_operand < len(operands) else None
+            if entry.mask_value is not None:
+                mask = entry.mask_value
+            else:
+                mask = u.known_int(operands[entry.mask_operand]) if entry.mask_operand < len(operands) else None
             if mask is None:
                 return  # a computed member mask (activemask, a ballot): its author names the lanes
             mask &= 0xFFFFFFFF
             required = np.array([(mask >> lane) & 1 for lane in range(WARP_SIZE)], dtype=bool)
             if mask != 0xFFFFFFFF:
                 what += f" over the lanes of its member mask 0x{mask:08x}"
+        if entry.uniform_operand is not None and entry.uniform_operand < len(list(op.operands)):
+            f = u.fact(list(op.operands)[entry.uniform_operand])
+            if f.level > scope:
+                kind = "data-dependent: may diverge" if f.data else f"it differs per {f.level.label}"
+                self.report("warning" if f.data else "error", op, func,
+                            f"{what} given a TMEM address that is not the same in every lane of the warp ({kind}"
+                            f"{': ' + f.why if f.why else ''}): tcgen05.ld/st take one address per warp")
+                return
         count = None
         if entry.count_operand and entry.count_operand in _operand_names(op):
             count = u.known_int(_named_operand(op, entry.count_operand))
@@ -237,10 +392,10 @@ class _Checker:
         unknown = [c for c in conds if not c.known]
         for combo in alternatives(known):
             reach = threads_reaching(known, threads.count, combo)
-            bad, reached = self._bad_groups(threads, scope, reach, required)
+            bad, reached = self._bad_groups(threads, scope, reach, required, alive)
             if not bad.any():
                 continue
-            blame = self._blame(threads, scope, known, combo, required) or known[-1]
+            blame = self._blame(threads, scope, known, combo, required, alive) or known[-1]
             definite = bool((bad == reached).all()) or not unknown
             who = threads.describe(reach)
             group = f"{'the CTA' if scope == Scope.CTA else 'a ' + scope.label}"
@@ -270,7 +425,11 @@ class _Checker:
         kind = "data-dependent" if cond.data else f"uniform only per {cond.level.label}"
         self.report("warning", op, func, f"{what} reached under a condition that may diverge ({kind})", cond)
 
-    def _bad_groups(self, threads, scope: Scope, reach: np.ndarray, required) -> tuple[np.ndarray, np.ndarray]:
+    def _bad_groups(self, threads, scope: Scope, reach: np.ndarray, required, alive=None) -> tuple[np.ndarray, np.ndarray]:
+        """Per group: reached by some thread, but not by all it needs (its mask's lanes, or all;
+        with `alive`, the threads that have not exited, when the op excuses exited ones)."""
+        if alive is not None:
+            reach = reach & alive
         rows = threads.groups(scope, reach)
         reached = rows.any(axis=1)
         if required is not None:
@@ -281,14 +440,16 @@ class _Checker:
             if last:  # a last, partial group: only its existing threads are required
                 need = need.copy()
                 need[-1, last:] = rows[-1, last:]
+        if alive is not None:
+            need = need & threads.groups(scope, alive)
         bad = reached & (rows != need).any(axis=1)
         return bad, reached
 
-    def _blame(self, threads, scope, known, combo, required) -> Condition | None:
+    def _blame(self, threads, scope, known, combo, required, alive=None) -> Condition | None:
         mask = np.ones(threads.count, dtype=bool)
         for i, c in enumerate(known):
             mask &= c.masks[combo[i]]
-            if self._bad_groups(threads, scope, mask, required)[0].any():
+            if self._bad_groups(threads, scope, mask, required, alive)[0].any():
                 return c
         return None
 
@@ -296,25 +457,28 @@ class _Checker:
         """bar.sync id, count: every warp that reaches it reaches it whole; when it is the only
         site of its barrier id, the threads reaching it are `count`."""
         threads, op = u.threads, r.op
-        known = [c for c in r.conditions if c.known]
-        unknown = [c for c in r.conditions if not c.known]
+        conds, alive = _exits_excused(entry, r.conditions, threads.count)
+        known = [c for c in conds if c.known]
+        unknown = [c for c in conds if not c.known]
         what = f"{entry.describes} (named barrier, {count} threads)"
         for combo in alternatives(known):
             reach = threads_reaching(known, threads.count, combo)
-            bad, reached = self._bad_groups(threads, Scope.WARP, reach, None)
+            bad, reached = self._bad_groups(threads, Scope.WARP, reach, None, alive)
             if bad.any():
-                blame = self._blame(threads, Scope.WARP, known, combo, None) or known[-1]
+                blame = self._blame(threads, Scope.WARP, known, combo, None, alive) or known[-1]
                 definite = bool((bad == reached).all()) or not unknown
                 self.report("error" if definite else "warning", op, func,
                             f"{what} is reached by part of a warp: {threads.describe(reach)}", blame)
                 return
             bid = _barrier_id(u, op)
-            arriving = int(reach.sum())
+            present = reach & alive if alive is not None else reach
+            arriving = int(threads.groups(Scope.WARP, present).any(axis=1).sum()) * WARP_SIZE  # a warp arrives whole
             if threads.known and bid is not None and named.get(bid, 0) == 1 and not named.get(None) and not [c for c in unknown if c.level > Scope.CTA] \
                     and not any(c.level == Scope.CTA and not c.known for c in unknown) and arriving and arriving != count:
+                exited = next((c for c in r.conditions if c.exit), None) if alive is not None and not alive.all() else None
                 self.report("error", op, func,
                             f"{what}: it is the only use of barrier {bid}, and {arriving} threads reach it "
-                            f"({threads.describe(reach)}), not {count}", known[-1] if known else None)
+                            f"({threads.describe(present)}), not {count}", known[-1] if known else exited)
                 return
         self._unknown(op, func, what, Scope.WARP, unknown)
 
@@ -373,6 +537,42 @@ class _Checker:
                 self.report("warning", a.op, func,
                             f"'{TMEM_ALLOC}' may miss its '{TMEM_DEALLOC}' on some path (it sits under a condition "
                             f"this alloc does not)", cond)
+
+
+def _attr_word(op, name: str) -> str:
+    """An attribute's value in words: `#nvvm<action decrease>` -> `decrease`, `40 : i32` -> `40`."""
+    if name not in op.attributes:
+        return ""
+    text = str(op.attributes[name])
+    found = re.search(r"(\w+)>$", text) or re.match(r"(-?\w+)", text)
+    return found.group(1) if found else text
+
+
+def _exits_excused(entry: Collective, conditions, count: int) -> tuple[list, np.ndarray | None]:
+    """The conditions to check an op under, and the threads that have not exited: for an op that
+    waits only for non-exited threads (`exited="excused"`), the "has not exited" conditions
+    narrow the threads it needs instead of splitting its group; for the others they stay."""
+    conds = list(conditions)
+    if entry.exited != "excused":
+        return conds, None
+    exits = [c for c in conds if c.exit]
+    if not exits:
+        return conds, None
+    alive = None
+    for c in exits:
+        if c.known:
+            alive = c.masks[0] if alive is None else alive & c.masks[0]
+    return [c for c in conds if not c.exit], alive
+
+
+def _uniform_operands(op) -> list:
+    """The operands of a collective whose value must be the same in its whole group (a TMEM copy's
+    TMEM address): the analysis computes their facts too."""
+    entry = collective_of(op)
+    if entry is None or entry.uniform_operand is None:
+        return []
+    operands = list(op.operands)
+    return operands[entry.uniform_operand : entry.uniform_operand + 1]
 
 
 def _is_checked(op) -> bool:
