@@ -1,4 +1,4 @@
-"""Run our passes inside CuTeDSL builds: on the traced module, before CuTeDSL's pipeline.
+"""Run our passes inside CuTeDSL builds: pre passes on the traced module, post passes on the lowered one.
 
     import lowering
 
@@ -18,10 +18,15 @@ they leave unchanged is the same program either way. One dispatcher is registere
 once per CuTeDSL DSL singleton; which pipeline it runs (innermost `prelowering`
 first, then `install`) is our state, so scoping needs no private CuTeDSL API.
 
+Post-stage passes (lowering/stages.py) cannot run here: the hook stamps them on the traced
+module (so CuTeDSL's caches key on them too) and `lowering/post_stage.py` runs them inside
+CuTeDSL's compile, between `cute-to-nvvm{llvm-only=true}` and PTX generation.
+
 `auto` is derived per compile from the compile's own arch and `lowering/targets.py`.
 Each compile leaves a `PreloweringReport` (`lowering.last_report()`), logs a summary
 on the `lowering` logger, and, with `CUTE_LOWERING_DUMP=<dir>`, writes the IR before
-and after our passes.
+and after our passes (and `<function>.<arch>.post.mlir`, the lowered module the post stage
+receives: lowering/post_stage.py).
 """
 
 from __future__ import annotations
@@ -75,6 +80,7 @@ class PassTiming:
     name: str
     counts: dict[str, int]
     seconds: float
+    stage: str = "pre"
 
 
 @dataclass
@@ -87,6 +93,7 @@ class PreloweringReport:
     passes: list[PassTiming] = field(default_factory=list)
     remarks: list[Diagnostic] = field(default_factory=list)
     seconds: float = 0.0  # everything in the hook: parse of the pipeline, passes, verifier, dumps
+    post_pipeline: str | None = None  # the post stage's part of `pipeline`, run inside the compile
 
     @property
     def rewritten(self) -> int:
@@ -94,7 +101,7 @@ class PreloweringReport:
 
     def summary(self) -> str:
         per_pass = ", ".join(
-            f"{p.name}: " + (" ".join(f"{k}={v}" for k, v in p.counts.items() if v) or "nothing to do")
+            f"{p.name}{' [post]' if p.stage == 'post' else ''}: " + (" ".join(f"{k}={v}" for k, v in p.counts.items() if v) or "nothing to do")
             for p in self.passes
         )
         return f"{self.function} [{self.arch}] {self.seconds * 1e3:.1f} ms; {per_pass or 'no passes'}"
@@ -201,9 +208,26 @@ def reports() -> list[PreloweringReport]:
 
 # --- the dispatcher CuTeDSL calls --------------------------------------------------
 def _check(pipeline: str) -> None:
-    """Reject a malformed pipeline now, not in the middle of a compile."""
-    if pipeline != AUTO:
-        _parsed(resolve(pipeline, "sm_90a"))  # any known arch: this checks the text
+    """Reject a malformed pipeline now, not in the middle of a compile: a text that does not
+    parse, pre passes after post ones, or post passes with a CuTeDSL whose pipeline cannot be cut."""
+    if pipeline == AUTO:
+        return
+    text = resolve(pipeline, "sm_90a")  # any known arch: this checks the text
+    _parsed(text)
+    if _staged(text).post is not None:
+        from lowering.post_stage import PostStageUnsupported, check_supported
+
+        try:
+            check_supported()
+        except PostStageUnsupported as e:
+            raise LoweringError([Diagnostic("error", str(e))]) from None
+
+
+@functools.lru_cache(maxsize=64)
+def _staged(text: str):
+    from lowering.stages import split_stages
+
+    return split_stages(text)
 
 
 CHECKS = {"collectives": "check-collectives", "collectives-warn": "check-collectives{mode=warn}"}
@@ -261,7 +285,11 @@ def _run_in_trace(owner, module, function_name: str) -> None:
         text = with_checks(text, checks) if checks else text
     except ValueError as e:  # a target CuTeDSL took but our table does not know: say so, no traceback
         raise PreloweringError([Diagnostic("error", f"prelowering of '{function_name}': {e}")]) from None
-    report = PreloweringReport(function_name, arch, text)
+    try:
+        staged = _staged(text)
+    except LoweringError as e:  # pre after post in a pipeline set without install()'s check
+        raise PreloweringError(e.diagnostics) from None
+    report = PreloweringReport(function_name, arch, text, post_pipeline=staged.post)
     dump = os.environ.get(ENV_DUMP, "").strip()
     if dump:
         _dump(dump, function_name, arch, "before", module)
@@ -274,7 +302,7 @@ def _run_in_trace(owner, module, function_name: str) -> None:
         _finish(report, start)
         return
     try:
-        result = _parsed(text).run(module, SourceBuffer(function_name, ""))
+        result = _parsed(staged.pre).run(module, SourceBuffer(function_name, "")) if staged.pre else PipelineResult()
     except CheckFailed as e:  # the kernel's bugs, found by a check pass: located, its author's to fix
         raise PreloweringError(
             [Diagnostic("error", f"'{function_name}' ({arch}): a check found bugs in this kernel (below), so no cubin was built. "
@@ -298,7 +326,68 @@ def _run_in_trace(owner, module, function_name: str) -> None:
     _record(report, result)
     if dump:
         _dump(dump, function_name, arch, "after", module)
+    if staged.post is not None or dump:
+        _hand_to_post_stage(owner, module, report, staged.post, _dump_prefix(dump, function_name, arch) if dump else None)
     _finish(report, start)
+
+
+# --- the post stage (lowering/post_stage.py runs it inside CuTeDSL's compile) -------------
+_awaiting_post: contextvars.ContextVar["PreloweringReport | None"] = contextvars.ContextVar(
+    "lowering_awaiting_post", default=None
+)
+
+
+def _hand_to_post_stage(owner, module, report, post: str | None, dump_prefix: str | None) -> None:
+    from lowering import post_stage
+
+    if post is not None:
+        try:
+            post_stage.check_supported()
+        except post_stage.PostStageUnsupported as e:
+            raise PreloweringError([Diagnostic("error", str(e))]) from None
+    post_stage.ensure_wrapped(owner.compiler_provider)
+    post_stage.stamp(module, post, dump_prefix)
+    _awaiting_post.set(report)  # the compile right after this trace adds its post passes to it
+
+
+def take_awaiting_post() -> "PreloweringReport | None":
+    """The report of the trace whose compile is running (None after a cache hit's trace)."""
+    report = _awaiting_post.get()
+    _awaiting_post.set(None)
+    return report
+
+
+def run_post(post: str, module, report: "PreloweringReport | None") -> None:
+    """Run the post stage's pipeline on the lowered module (inside CuTeDSL's compile)."""
+    name = report.function if report is not None else "<compiled module>"
+    try:
+        result = _parsed(post).run(module, SourceBuffer(name, ""))
+    except LoweringError as e:
+        raise PreloweringError(
+            [
+                Diagnostic(
+                    "error",
+                    f"cute-lowering's post-stage pipeline {post} failed on '{name}' (the module CuTeDSL "
+                    f"lowered to LLVM/NVVM): a bug in cute-lowering, not in your kernel nor in CuTeDSL. "
+                    f"Please report it with the error below and the module (re-run with {ENV_DUMP}=<dir>: "
+                    "it writes <dir>/<function>.<arch>.post.mlir)",
+                )
+            ]
+            + e.diagnostics
+        ) from None
+    if report is not None:
+        report.passes += [PassTiming(p.name, dict(p.counts), p.seconds, "post") for p in result.passes]
+        report.remarks += list(result.diagnostics)
+        log.info("post stage %s", report.summary())
+
+
+def write_dump(path: str, module) -> None:
+    from lowering.files import FileWriteError, write_text
+
+    try:
+        write_text(path, str(module))
+    except (OSError, FileWriteError) as e:
+        raise PreloweringError([Diagnostic("error", f"{ENV_DUMP}: {e}")]) from None
 
 
 def _verifies(module) -> bool:
@@ -328,12 +417,16 @@ def _arch_of(owner) -> str:
     return arch.to_string() if hasattr(arch, "to_string") else str(arch)
 
 
+def _dump_prefix(directory: str, function_name: str, arch: str) -> str:
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", function_name)[:150]
+    return os.path.join(directory, f"{safe}.{arch}")
+
+
 def _dump(directory: str, function_name: str, arch: str, stage: str, module) -> None:
     from lowering.files import FileWriteError, write_text
 
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", function_name)[:150]
     try:
         os.makedirs(directory, exist_ok=True)
-        write_text(os.path.join(directory, f"{safe}.{arch}.{stage}.mlir"), str(module))
+        write_text(f"{_dump_prefix(directory, function_name, arch)}.{stage}.mlir", str(module))
     except (OSError, FileWriteError) as e:  # the user's setting, not a bug of the DSL or ours
         raise PreloweringError([Diagnostic("error", f"{ENV_DUMP}={directory}: {e}")]) from None
