@@ -113,6 +113,9 @@ _scoped: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("lower
 # check passes asked for by enclosing `prelowering(check=...)`: they run in front of whatever
 # pipeline applies, an inner `prelowering(pipeline)` (a library's own) included
 _scoped_checks: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("lowering_checks", default=())
+# post-stage pipelines asked for by enclosing `prelowering(post=...)`: appended to whatever
+# pipeline applies, like the checks (a library's own inner `prelowering(pipeline)` included)
+_scoped_posts: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("lowering_posts", default=())
 _reports: list[PreloweringReport] = []
 _MAX_REPORTS = 256
 
@@ -155,26 +158,37 @@ class prelowering(contextlib.ContextDecorator):
     cubin. `pipeline=None` with a check: the check alone, the pipeline left to whatever
     applies. Per-op lines need CuTeDSL's line info (`CUTE_DSL_LINEINFO=1`). The pipeline
     form `"builtin.module(check-collectives,auto)"` works too (`auto` as an element).
+
+    `post="builtin.module(<post-stage passes>)"` runs those passes on the lowered module of every
+    compile inside (lowering/post_stage.py), after the post passes of whatever pipeline applies,
+    so also under an inner `prelowering(pipeline)`; post passes may also be written in `pipeline`
+    itself, after the pre ones (lowering/stages.py).
     """
 
-    def __init__(self, pipeline: str | None = AUTO, check: str | None = None):
+    def __init__(self, pipeline: str | None = AUTO, check: str | None = None, post: str | None = None):
         if check is not None and check not in CHECKS:
             raise ValueError(f"check must be one of {', '.join(CHECKS)}, not {check!r}")
         if pipeline is not None:
             _check(pipeline)
+        if post is not None:
+            _check_post(post)
         self.pipeline = pipeline
         self.check = CHECKS[check] if check is not None else None
+        self.post = post
         self._tokens: list[tuple] = []
 
     def __enter__(self) -> "prelowering":
         _ensure_registered()
         pipeline = _scoped.set(_scoped.get() + (self.pipeline,)) if self.pipeline is not None else None
         checks = _scoped_checks.set(_scoped_checks.get() + (self.check,)) if self.check is not None else None
-        self._tokens.append((pipeline, checks))
+        posts = _scoped_posts.set(_scoped_posts.get() + (self.post,)) if self.post is not None else None
+        self._tokens.append((pipeline, checks, posts))
         return self
 
     def __exit__(self, exc_type, exc, traceback) -> None:
-        pipeline, checks = self._tokens.pop()
+        pipeline, checks, posts = self._tokens.pop()
+        if posts is not None:
+            _scoped_posts.reset(posts)
         if checks is not None:
             _scoped_checks.reset(checks)
         if pipeline is not None:
@@ -221,6 +235,26 @@ def _check(pipeline: str) -> None:
             check_supported()
         except PostStageUnsupported as e:
             raise LoweringError([Diagnostic("error", str(e))]) from None
+
+
+def _check_post(post: str) -> None:
+    """`prelowering(post=...)` takes post-stage passes only (MLIR's own may follow them)."""
+    _check(post)
+    if _staged(post).pre is not None:
+        raise LoweringError(
+            [Diagnostic("error", f"post={post!r}: starts with a pass that is not a post-stage pass "
+                        "(lowering-opt --list-passes lists them by stage)")]
+        )
+
+
+def with_posts(pipeline: str | None, posts: tuple[str, ...]) -> str:
+    """`pipeline` (expanded text, or None) with the elements of `posts` appended (each once)."""
+    from lowering.pipeline import parse_pipeline
+
+    elements = [e.text for e in parse_pipeline(pipeline)] if pipeline else []
+    for post in posts:
+        elements += [e.text for e in parse_pipeline(post) if e.text not in elements]
+    return "builtin.module(" + ",".join(elements) + ")"
 
 
 @functools.lru_cache(maxsize=64)
@@ -276,13 +310,15 @@ def _run_in_trace(owner, module, function_name: str) -> None:
     """CuTeDSL's trace-finalize hook: runs the active pipeline on the traced module."""
     requested = active_pipeline()
     checks = _scoped_checks.get()
-    if requested is None and not checks:
+    posts = _scoped_posts.get()
+    if requested is None and not checks and not posts:
         return
     start = time.perf_counter()
     arch = _arch_of(owner)
     try:
         text = resolve(requested, arch) if requested is not None else None
         text = with_checks(text, checks) if checks else text
+        text = with_posts(text, posts) if posts else text
     except ValueError as e:  # a target CuTeDSL took but our table does not know: say so, no traceback
         raise PreloweringError([Diagnostic("error", f"prelowering of '{function_name}': {e}")]) from None
     try:
