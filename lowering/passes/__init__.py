@@ -9,4 +9,5 @@ from lowering.passes import (  # noqa: F401
     inline_asm_to_ptx,
     ptx_float_operands,
     truncf_to_select,
+    wgmma_report,
 )
