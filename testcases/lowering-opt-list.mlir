@@ -10,5 +10,6 @@
 // LIST: inline-asm-to-ptx: Rewrite pure, register-only llvm.inline_asm
 // LIST: ptx-float-operands: Copy float-constant operands of nvvm.inline_ptx into registers
 // LIST: Post-stage passes (on the LLVM/NVVM module CuTeDSL's cute-to-nvvm{llvm-only=true} leaves, before PTX):
+// LIST-NEXT: wgmma-desc-hoist: Compute wgmma descriptors where their inputs are defined
 // LIST-NEXT: wgmma-report: Report how each wgmma's shared-memory descriptors are formed
 
