@@ -2,7 +2,8 @@
 
     python tests/post_stage_worker.py OUT_DIR KIND:NAME [KIND:NAME ...]     (sm_90a, no GPU)
 
-KIND is `ours` (tests/cute_kernels.py cases, `fmha128`: our wgmma FMHA at D=128), `quack`
+KIND is `ours` (tests/cute_kernels.py cases; `fmha128`, `fmha64`, `fmha128c`: our wgmma FMHA, bf16,
+D=128 or 64, `c` causal), `quack`
 (tests/quack_kernels.py) or `cutlass` (CUTLASS's Hopper examples, from CUTLASS_EXAMPLES_DIR,
 bench/cutlass_examples_sweep.py). Each kernel is compiled three times:
 
@@ -10,9 +11,10 @@ bench/cutlass_examples_sweep.py). Each kernel is compiled three times:
 - `split`: inside `prelowering("builtin.module()")` with CUTE_LOWERING_DUMP set, so CuTeDSL's
   compile is cut at `cute-to-nvvm{llvm-only=true}` and resumed (lowering/post_stage.py) with
   no post pass in between, and the lowered module is dumped (`*.post.mlir`);
-- `post` (with POST_PIPELINE set): inside `prelowering(POST_PIPELINE)`.
+- `post` (with POST_PIPELINE set, post-stage passes only): inside `prelowering(post=POST_PIPELINE)`.
 
-and CuTeDSL's own PTX and cubin of each are kept (CUTE_DSL_KEEP=ptx,cubin). OUT_DIR/results.json
+and CuTeDSL's own PTX and cubin of each are kept (CUTE_DSL_KEEP=ptx,cubin; with KEEP_CUBINS=DIR
+the cubins are copied there, DIR/<kind>_<name>.<variant>.<n>.cubin). OUT_DIR/results.json
 says, per kernel, whether each build succeeded, the SHA-256 of its PTX and cubin, and the post
 dumps written. A process of its own: CuTeDSL reads CUTE_DSL_ARCH/KEEP/DUMP_DIR at import.
 """
@@ -31,15 +33,20 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ARCH = "sm_90a"
 
 
-def _take(dump: str) -> dict:
-    """sha256 of the PTX and cubin files CuTeDSL kept since the last call (then removed)."""
+def _take(dump: str, keep_cubin: str | None = None) -> dict:
+    """sha256 of the PTX and cubin files CuTeDSL kept since the last call (then removed);
+    `keep_cubin`: a path prefix to copy each cubin to (<prefix>.<n>.cubin), for SASS."""
     found: dict = {}
-    for path in sorted(glob.glob(os.path.join(dump, "*"))):
+    for n, path in enumerate(sorted(glob.glob(os.path.join(dump, "*")))):
         kind = path.rsplit(".", 1)[-1]
         if kind in ("ptx", "cubin") and os.path.isfile(path):
             with open(path, "rb") as f:
-                found.setdefault(kind, hashlib.sha256())
-                found[kind].update(f.read())
+                data = f.read()
+            found.setdefault(kind, hashlib.sha256())
+            found[kind].update(data)
+            if kind == "cubin" and keep_cubin:
+                with open(f"{keep_cubin}.{n}.cubin", "wb") as f:
+                    f.write(data)
         if os.path.isfile(path):
             os.remove(path)
     return {kind: h.hexdigest() for kind, h in found.items()}
@@ -47,11 +54,12 @@ def _take(dump: str) -> dict:
 
 def _builders(kind: str, name: str):
     if kind == "ours":
-        if name == "fmha128":  # uncached (compile_attention keeps what it built), as bench/fmha_sass.py
-            from kernels import fmha_sm90
+        if name.startswith("fmha"):  # fmha128, fmha64, fmha128c (causal): the wgmma path, bf16, uncached
+            from kernels import fmha_sm90  # (compile_attention keeps what it built), as bench/fmha_sass.py
 
-            config = fmha_sm90.config_for(128, False, False, False, False)
-            return lambda: fmha_sm90._compile.__wrapped__("bfloat16", 128, False, False, False, ARCH, "", False, config)
+            head_dim, causal = int(name[4:].rstrip("c")), name.endswith("c")
+            config = fmha_sm90.config_for(head_dim, False, causal, False, False)
+            return lambda: fmha_sm90._compile.__wrapped__("bfloat16", head_dim, False, causal, False, ARCH, "", False, config)
         import cutlass.cute as cute
         from cute_kernels import CASES
 
@@ -71,7 +79,7 @@ def _builders(kind: str, name: str):
     raise SystemExit(f"unknown kind {kind!r}: ours, quack or cutlass")
 
 
-def _build(build, dump: str, variant: str, post_dump: str) -> dict:
+def _build(build, dump: str, variant: str, post_dump: str, keep_cubin: str | None = None) -> dict:
     import lowering
 
     entry: dict = {"ok": True, "error": None}
@@ -80,10 +88,13 @@ def _build(build, dump: str, variant: str, post_dump: str) -> dict:
         if variant == "plain":
             build()
         else:
-            pipeline = "builtin.module()" if variant == "split" else os.environ["POST_PIPELINE"]
+            # post=: composed with a kernel's own inner prelowering(pipeline) (our kernels set one)
+            scope = lowering.prelowering("builtin.module()") if variant == "split" else lowering.prelowering(
+                None, post=os.environ["POST_PIPELINE"]
+            )
             os.environ["CUTE_LOWERING_DUMP"] = post_dump
             try:
-                with lowering.prelowering(pipeline):
+                with scope:
                     build()
             finally:
                 del os.environ["CUTE_LOWERING_DUMP"]
@@ -96,7 +107,7 @@ def _build(build, dump: str, variant: str, post_dump: str) -> dict:
             cause = cause.__cause__
         entry.update(ok=False, error="\n".join(chain)[-4000:])
     entry["seconds"] = round(time.perf_counter() - start, 2)
-    entry.update(_take(dump))
+    entry.update(_take(dump, keep_cubin))
     return entry
 
 
@@ -115,7 +126,9 @@ def main(argv: list[str]) -> int:
         record = {}
         for variant in variants:
             post_dump = os.path.join(out, "post", spec.replace(":", "_"), variant)
-            record[variant] = _build(build, dump, variant, post_dump)
+            cubins = os.environ.get("KEEP_CUBINS")  # a folder: each build's cubins, for SASS
+            keep = os.path.join(cubins, f"{spec.replace(':', '_')}.{variant}") if cubins else None
+            record[variant] = _build(build, dump, variant, post_dump, keep)
         # (a build that kept no files was served from a cache: not a comparison)
         record["identical"] = all(record[v].get("cubin") for v in ("plain", "split")) and all(
             record[v]["ok"] and record[v].get("cubin") == record["plain"].get("cubin") and record[v].get("ptx") == record["plain"].get("ptx")

@@ -212,7 +212,7 @@ def test_other_kernels_are_byte_identical_through_the_cut(specs, tmp_path):
         pytest.skip("quack-kernels, torch or tvm_ffi not installed (pip install -e '.[peers]')")
     if specs[0].startswith("cutlass") and not os.environ.get("CUTLASS_EXAMPLES_DIR"):
         pytest.skip("CUTLASS_EXAMPLES_DIR (NVIDIA/cutlass examples/python/CuTeDSL) not set")
-    env = dict(os.environ, POST_PIPELINE=f"builtin.module({MEMBAR})")
+    env = dict(os.environ, POST_PIPELINE=f"builtin.module(wgmma-desc-hoist,{MEMBAR})")
     env.pop("CUTE_LOWERING_PIPELINE", None)
     run = subprocess.run(
         [sys.executable, os.path.join(TESTS, "post_stage_worker.py"), str(tmp_path), *specs],
