@@ -35,6 +35,9 @@ After (the loop-invariant part sits where %v and %c2 are defined, before the loo
       %s0 = llvm.inline_asm "...wgmma..." %acc..., %a, %b, ...
       %s1 = llvm.inline_asm "...wgmma..." %s0..., %a1, %b1, ...
 
+`operands=a` moves only the A descriptors of wgmmas that read both operands from shared memory
+(Q's, in an attention kernel's Q K^T): fewer values live across the loop.
+
 Exact: only ops without side effects or undefined behaviour move (integer arithmetic,
 casts, vector element ops, `getelementptr`, `ptrtoint`; no division), each to a point that
 its operands dominate and that dominates its old position (the latest operand definition in
@@ -52,7 +55,7 @@ from lowering.analysis.dominance import Dominance
 from lowering.diagnostics import nearest_location
 from lowering.mlir import defining_op, ir
 from lowering.passes.wgmma_report import descriptor_operands, wgmma_shape
-from lowering.registry import register_pass
+from lowering.registry import choice, register_pass
 
 # no side effects and no undefined behaviour on any operand (poison at most), so computing
 # them earlier on more paths changes no value any use sees
@@ -66,7 +69,15 @@ PURE = frozenset(
 )  # fmt: skip
 
 
-@register_pass("wgmma-desc-hoist", stage="post")
+OPERANDS = choice(
+    "operands",
+    ("all", "a"),
+    "all",
+    "all: every descriptor; a: only the A operand of wgmmas that read A and B from shared memory (Q's in Q K^T)",
+)
+
+
+@register_pass("wgmma-desc-hoist", options=(OPERANDS,), stage="post")
 class WgmmaDescHoist:
     """Compute wgmma descriptors where their inputs are defined (out of loops that do not change them); exact."""
 
@@ -90,7 +101,10 @@ class WgmmaDescHoist:
         for block in region.blocks:
             for op in block:
                 if wgmma_shape(op.operation) is not None:
-                    seeds += descriptor_operands(op.operation)
+                    descriptors = descriptor_operands(op.operation)
+                    if self.options["operands"] == "a":
+                        descriptors = descriptors[:1] if len(descriptors) == 2 else []
+                    seeds += descriptors
         if not seeds:
             return
         self.counts["descriptors"] += len(seeds)
