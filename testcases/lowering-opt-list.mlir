@@ -11,5 +11,6 @@
 // LIST: ptx-float-operands: Copy float-constant operands of nvvm.inline_ptx into registers
 // LIST: Post-stage passes (on the LLVM/NVVM module CuTeDSL's cute-to-nvvm{llvm-only=true} leaves, before PTX):
 // LIST-NEXT: wgmma-desc-hoist: Compute wgmma descriptors where their inputs are defined
+// LIST-NEXT: operands=<all|a> (default all)
 // LIST-NEXT: wgmma-report: Report how each wgmma's shared-memory descriptors are formed
 
