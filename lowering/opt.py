@@ -2,7 +2,10 @@
 
     lowering-opt kernel.mlir --pass-pipeline='builtin.module(fptosi-to-ptx{rounding=auto})'
 
-Reads a file or `-`, runs the pipeline, prints the IR. Errors (input that is not
+Reads a file or `-`, runs the pipeline, prints the IR. The input is either stage's module: a
+traced one (`CUTE_DSL_KEEP=ir-debug`, or `CUTE_LOWERING_DUMP`'s `*.before.mlir`) for pre-stage
+passes, or a lowered one (`CUTE_LOWERING_DUMP`'s `*.post.mlir`) for post-stage passes
+(`--list-passes` says which is which; lowering/stages.py). Errors (input that is not
 UTF-8 text, malformed IR, unknown pass or option, a failing verifier) print as
 `file:line:col: error: ...` and exit 1; remarks from passes go to stderr and do not
 change the exit code. `-o FILE` is written only when the whole run succeeds, and then
