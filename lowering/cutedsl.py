@@ -95,3 +95,29 @@ def compile_ir(text: str, arch: str, opt_level: int = 3) -> str:
             raise CompileFailure("the pipeline wrote no PTX")
         with open(os.path.join(tmp, ptx_files[0]), encoding="utf-8") as f:
             return f.read()
+
+
+def compile_post_ir(text: str, arch: str = "sm_90a", opt_level: int = 3) -> tuple[str, bytes]:
+    """(PTX, cubin) of a lowered module's text (a `*.post.mlir` dump, after post passes or not),
+    through what CuTeDSL's pipeline runs after `cute-to-nvvm{llvm-only=true}`. The target is the
+    one recorded in the module's `gpu.module` (`arch` only picks the pipeline's options)."""
+    from lowering.post_stage import split
+
+    with tempfile.TemporaryDirectory() as tmp, new_context() as context:
+        source = SourceBuffer("<compiled>", text)
+        try:
+            module = parse_module(text, context)
+        except ir.MLIRError as e:
+            raise CompileFailure(str(from_mlir_error(e, source))) from None
+        prefix = os.path.join(tmp, "kernel")
+        full = pipeline_string(arch, opt_level, prefix).replace("})", f" dump-cubin-path={prefix}}})")
+        pm = passmanager.PassManager.parse(split(full).rest)
+        try:
+            pm.run(module.operation)
+        except ir.MLIRError as e:
+            raise CompileFailure(str(e)) from None
+        found = {name.rsplit(".", 1)[-1]: os.path.join(tmp, name) for name in os.listdir(tmp)}
+        if "ptx" not in found or "cubin" not in found:
+            raise CompileFailure(f"the pipeline wrote no PTX or cubin ({sorted(found)})")
+        with open(found["ptx"], encoding="utf-8") as f, open(found["cubin"], "rb") as g:
+            return f.read(), g.read()

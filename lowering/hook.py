@@ -1,4 +1,4 @@
-"""Run our passes inside CuTeDSL builds: on the traced module, before CuTeDSL's pipeline.
+"""Run our passes inside CuTeDSL builds: pre passes on the traced module, post passes on the lowered one.
 
     import lowering
 
@@ -18,10 +18,15 @@ they leave unchanged is the same program either way. One dispatcher is registere
 once per CuTeDSL DSL singleton; which pipeline it runs (innermost `prelowering`
 first, then `install`) is our state, so scoping needs no private CuTeDSL API.
 
+Post-stage passes (lowering/stages.py) cannot run here: the hook stamps them on the traced
+module (so CuTeDSL's caches key on them too) and `lowering/post_stage.py` runs them inside
+CuTeDSL's compile, between `cute-to-nvvm{llvm-only=true}` and PTX generation.
+
 `auto` is derived per compile from the compile's own arch and `lowering/targets.py`.
 Each compile leaves a `PreloweringReport` (`lowering.last_report()`), logs a summary
 on the `lowering` logger, and, with `CUTE_LOWERING_DUMP=<dir>`, writes the IR before
-and after our passes.
+and after our passes (and `<function>.<arch>.post.mlir`, the lowered module the post stage
+receives: lowering/post_stage.py).
 """
 
 from __future__ import annotations
@@ -75,6 +80,7 @@ class PassTiming:
     name: str
     counts: dict[str, int]
     seconds: float
+    stage: str = "pre"
 
 
 @dataclass
@@ -87,6 +93,7 @@ class PreloweringReport:
     passes: list[PassTiming] = field(default_factory=list)
     remarks: list[Diagnostic] = field(default_factory=list)
     seconds: float = 0.0  # everything in the hook: parse of the pipeline, passes, verifier, dumps
+    post_pipeline: str | None = None  # the post stage's part of `pipeline`, run inside the compile
 
     @property
     def rewritten(self) -> int:
@@ -94,7 +101,7 @@ class PreloweringReport:
 
     def summary(self) -> str:
         per_pass = ", ".join(
-            f"{p.name}: " + (" ".join(f"{k}={v}" for k, v in p.counts.items() if v) or "nothing to do")
+            f"{p.name}{' [post]' if p.stage == 'post' else ''}: " + (" ".join(f"{k}={v}" for k, v in p.counts.items() if v) or "nothing to do")
             for p in self.passes
         )
         return f"{self.function} [{self.arch}] {self.seconds * 1e3:.1f} ms; {per_pass or 'no passes'}"
@@ -106,6 +113,9 @@ _scoped: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("lower
 # check passes asked for by enclosing `prelowering(check=...)`: they run in front of whatever
 # pipeline applies, an inner `prelowering(pipeline)` (a library's own) included
 _scoped_checks: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("lowering_checks", default=())
+# post-stage pipelines asked for by enclosing `prelowering(post=...)`: appended to whatever
+# pipeline applies, like the checks (a library's own inner `prelowering(pipeline)` included)
+_scoped_posts: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("lowering_posts", default=())
 _reports: list[PreloweringReport] = []
 _MAX_REPORTS = 256
 
@@ -148,26 +158,37 @@ class prelowering(contextlib.ContextDecorator):
     cubin. `pipeline=None` with a check: the check alone, the pipeline left to whatever
     applies. Per-op lines need CuTeDSL's line info (`CUTE_DSL_LINEINFO=1`). The pipeline
     form `"builtin.module(check-collectives,auto)"` works too (`auto` as an element).
+
+    `post="builtin.module(<post-stage passes>)"` runs those passes on the lowered module of every
+    compile inside (lowering/post_stage.py), after the post passes of whatever pipeline applies,
+    so also under an inner `prelowering(pipeline)`; post passes may also be written in `pipeline`
+    itself, after the pre ones (lowering/stages.py).
     """
 
-    def __init__(self, pipeline: str | None = AUTO, check: str | None = None):
+    def __init__(self, pipeline: str | None = AUTO, check: str | None = None, post: str | None = None):
         if check is not None and check not in CHECKS:
             raise ValueError(f"check must be one of {', '.join(CHECKS)}, not {check!r}")
         if pipeline is not None:
             _check(pipeline)
+        if post is not None:
+            _check_post(post)
         self.pipeline = pipeline
         self.check = CHECKS[check] if check is not None else None
+        self.post = post
         self._tokens: list[tuple] = []
 
     def __enter__(self) -> "prelowering":
         _ensure_registered()
         pipeline = _scoped.set(_scoped.get() + (self.pipeline,)) if self.pipeline is not None else None
         checks = _scoped_checks.set(_scoped_checks.get() + (self.check,)) if self.check is not None else None
-        self._tokens.append((pipeline, checks))
+        posts = _scoped_posts.set(_scoped_posts.get() + (self.post,)) if self.post is not None else None
+        self._tokens.append((pipeline, checks, posts))
         return self
 
     def __exit__(self, exc_type, exc, traceback) -> None:
-        pipeline, checks = self._tokens.pop()
+        pipeline, checks, posts = self._tokens.pop()
+        if posts is not None:
+            _scoped_posts.reset(posts)
         if checks is not None:
             _scoped_checks.reset(checks)
         if pipeline is not None:
@@ -201,9 +222,46 @@ def reports() -> list[PreloweringReport]:
 
 # --- the dispatcher CuTeDSL calls --------------------------------------------------
 def _check(pipeline: str) -> None:
-    """Reject a malformed pipeline now, not in the middle of a compile."""
-    if pipeline != AUTO:
-        _parsed(resolve(pipeline, "sm_90a"))  # any known arch: this checks the text
+    """Reject a malformed pipeline now, not in the middle of a compile: a text that does not
+    parse, pre passes after post ones, or post passes with a CuTeDSL whose pipeline cannot be cut."""
+    if pipeline == AUTO:
+        return
+    text = resolve(pipeline, "sm_90a")  # any known arch: this checks the text
+    _parsed(text)
+    if _staged(text).post is not None:
+        from lowering.post_stage import PostStageUnsupported, check_supported
+
+        try:
+            check_supported()
+        except PostStageUnsupported as e:
+            raise LoweringError([Diagnostic("error", str(e))]) from None
+
+
+def _check_post(post: str) -> None:
+    """`prelowering(post=...)` takes post-stage passes only (MLIR's own may follow them)."""
+    _check(post)
+    if _staged(post).pre is not None:
+        raise LoweringError(
+            [Diagnostic("error", f"post={post!r}: starts with a pass that is not a post-stage pass "
+                        "(lowering-opt --list-passes lists them by stage)")]
+        )
+
+
+def with_posts(pipeline: str | None, posts: tuple[str, ...]) -> str:
+    """`pipeline` (expanded text, or None) with the elements of `posts` appended (each once)."""
+    from lowering.pipeline import parse_pipeline
+
+    elements = [e.text for e in parse_pipeline(pipeline)] if pipeline else []
+    for post in posts:
+        elements += [e.text for e in parse_pipeline(post) if e.text not in elements]
+    return "builtin.module(" + ",".join(elements) + ")"
+
+
+@functools.lru_cache(maxsize=64)
+def _staged(text: str):
+    from lowering.stages import split_stages
+
+    return split_stages(text)
 
 
 CHECKS = {
@@ -256,16 +314,22 @@ def _run_in_trace(owner, module, function_name: str) -> None:
     """CuTeDSL's trace-finalize hook: runs the active pipeline on the traced module."""
     requested = active_pipeline()
     checks = _scoped_checks.get()
-    if requested is None and not checks:
+    posts = _scoped_posts.get()
+    if requested is None and not checks and not posts:
         return
     start = time.perf_counter()
     arch = _arch_of(owner)
     try:
         text = resolve(requested, arch) if requested is not None else None
         text = with_checks(text, checks) if checks else text
+        text = with_posts(text, posts) if posts else text
     except ValueError as e:  # a target CuTeDSL took but our table does not know: say so, no traceback
         raise PreloweringError([Diagnostic("error", f"prelowering of '{function_name}': {e}")]) from None
-    report = PreloweringReport(function_name, arch, text)
+    try:
+        staged = _staged(text)
+    except LoweringError as e:  # pre after post in a pipeline set without install()'s check
+        raise PreloweringError(e.diagnostics) from None
+    report = PreloweringReport(function_name, arch, text, post_pipeline=staged.post)
     dump = os.environ.get(ENV_DUMP, "").strip()
     if dump:
         _dump(dump, function_name, arch, "before", module)
@@ -278,7 +342,7 @@ def _run_in_trace(owner, module, function_name: str) -> None:
         _finish(report, start)
         return
     try:
-        result = _parsed(text).run(module, SourceBuffer(function_name, ""))
+        result = _parsed(staged.pre).run(module, SourceBuffer(function_name, "")) if staged.pre else PipelineResult()
     except CheckFailed as e:  # the kernel's bugs, found by a check pass: located, its author's to fix
         raise PreloweringError(
             [Diagnostic("error", f"'{function_name}' ({arch}): a check found bugs in this kernel (below), so no cubin was built. "
@@ -302,7 +366,68 @@ def _run_in_trace(owner, module, function_name: str) -> None:
     _record(report, result)
     if dump:
         _dump(dump, function_name, arch, "after", module)
+    if staged.post is not None or dump:
+        _hand_to_post_stage(owner, module, report, staged.post, _dump_prefix(dump, function_name, arch) if dump else None)
     _finish(report, start)
+
+
+# --- the post stage (lowering/post_stage.py runs it inside CuTeDSL's compile) -------------
+_awaiting_post: contextvars.ContextVar["PreloweringReport | None"] = contextvars.ContextVar(
+    "lowering_awaiting_post", default=None
+)
+
+
+def _hand_to_post_stage(owner, module, report, post: str | None, dump_prefix: str | None) -> None:
+    from lowering import post_stage
+
+    if post is not None:
+        try:
+            post_stage.check_supported()
+        except post_stage.PostStageUnsupported as e:
+            raise PreloweringError([Diagnostic("error", str(e))]) from None
+    post_stage.ensure_wrapped(owner.compiler_provider)
+    post_stage.stamp(module, post, dump_prefix)
+    _awaiting_post.set(report)  # the compile right after this trace adds its post passes to it
+
+
+def take_awaiting_post() -> "PreloweringReport | None":
+    """The report of the trace whose compile is running (None after a cache hit's trace)."""
+    report = _awaiting_post.get()
+    _awaiting_post.set(None)
+    return report
+
+
+def run_post(post: str, module, report: "PreloweringReport | None") -> None:
+    """Run the post stage's pipeline on the lowered module (inside CuTeDSL's compile)."""
+    name = report.function if report is not None else "<compiled module>"
+    try:
+        result = _parsed(post).run(module, SourceBuffer(name, ""))
+    except LoweringError as e:
+        raise PreloweringError(
+            [
+                Diagnostic(
+                    "error",
+                    f"cute-lowering's post-stage pipeline {post} failed on '{name}' (the module CuTeDSL "
+                    f"lowered to LLVM/NVVM): a bug in cute-lowering, not in your kernel nor in CuTeDSL. "
+                    f"Please report it with the error below and the module (re-run with {ENV_DUMP}=<dir>: "
+                    "it writes <dir>/<function>.<arch>.post.mlir)",
+                )
+            ]
+            + e.diagnostics
+        ) from None
+    if report is not None:
+        report.passes += [PassTiming(p.name, dict(p.counts), p.seconds, "post") for p in result.passes]
+        report.remarks += list(result.diagnostics)
+        log.info("post stage %s", report.summary())
+
+
+def write_dump(path: str, module) -> None:
+    from lowering.files import FileWriteError, write_text
+
+    try:
+        write_text(path, str(module))
+    except (OSError, FileWriteError) as e:
+        raise PreloweringError([Diagnostic("error", f"{ENV_DUMP}: {e}")]) from None
 
 
 def _verifies(module) -> bool:
@@ -332,12 +457,16 @@ def _arch_of(owner) -> str:
     return arch.to_string() if hasattr(arch, "to_string") else str(arch)
 
 
+def _dump_prefix(directory: str, function_name: str, arch: str) -> str:
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", function_name)[:150]
+    return os.path.join(directory, f"{safe}.{arch}")
+
+
 def _dump(directory: str, function_name: str, arch: str, stage: str, module) -> None:
     from lowering.files import FileWriteError, write_text
 
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", function_name)[:150]
     try:
         os.makedirs(directory, exist_ok=True)
-        write_text(os.path.join(directory, f"{safe}.{arch}.{stage}.mlir"), str(module))
+        write_text(f"{_dump_prefix(directory, function_name, arch)}.{stage}.mlir", str(module))
     except (OSError, FileWriteError) as e:  # the user's setting, not a bug of the DSL or ours
         raise PreloweringError([Diagnostic("error", f"{ENV_DUMP}={directory}: {e}")]) from None

@@ -2,7 +2,10 @@
 
     lowering-opt kernel.mlir --pass-pipeline='builtin.module(fptosi-to-ptx{rounding=auto})'
 
-Reads a file or `-`, runs the pipeline, prints the IR. Errors (input that is not
+Reads a file or `-`, runs the pipeline, prints the IR. The input is either stage's module: a
+traced one (`CUTE_DSL_KEEP=ir-debug`, or `CUTE_LOWERING_DUMP`'s `*.before.mlir`) for pre-stage
+passes, or a lowered one (`CUTE_LOWERING_DUMP`'s `*.post.mlir`) for post-stage passes
+(`--list-passes` says which is which; lowering/stages.py). Errors (input that is not
 UTF-8 text, malformed IR, unknown pass or option, a failing verifier) print as
 `file:line:col: error: ...` and exit 1; remarks from passes go to stderr and do not
 change the exit code. `-o FILE` is written only when the whole run succeeds, and then
@@ -62,13 +65,21 @@ def print_statistics(results: list[PipelineResult], out) -> None:
             print(f"  (S) {totals[name].get(key, 0)} {key} - {description}", file=out)
 
 
-def list_passes(out) -> None:
-    from lowering.registry import list_passes as registered
+STAGE_HEADINGS = {
+    "pre": "Pre-stage passes (on the traced module, before CuTeDSL's pipeline):",
+    "post": "Post-stage passes (on the LLVM/NVVM module CuTeDSL's cute-to-nvvm{llvm-only=true} leaves, before PTX):",
+}
 
-    for info in registered():
-        print(f"{info.name}: {info.summary}", file=out)
-        for option in info.options:
-            print(f"    {option.describe()}", file=out)
+
+def list_passes(out) -> None:
+    from lowering.registry import STAGES, list_passes as registered
+
+    for stage in STAGES:
+        print(STAGE_HEADINGS[stage], file=out)
+        for info in (p for p in registered() if p.stage == stage):
+            print(f"{info.name}: {info.summary}", file=out)
+            for option in info.options:
+                print(f"    {option.describe()}", file=out)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-p", "--pass-pipeline", default="", help="textual pipeline, e.g. builtin.module(fptosi-to-ptx)")
     p.add_argument("-o", dest="output", default="-", help="output file (default: standard output)")
     p.add_argument("--split-input-file", action="store_true", help="process each '// -----' chunk on its own")
-    p.add_argument("--list-passes", action="store_true", help="list our passes and their options, then exit")
+    p.add_argument("--list-passes", action="store_true", help="list our passes by stage, with their options, then exit")
     p.add_argument("--statistics", action="store_true", help="print per-pass statistics to stderr")
     p.add_argument("--print-ir-after-all", action="store_true", help="print the IR after each pass to stderr")
     return p

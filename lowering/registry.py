@@ -4,6 +4,10 @@ A pass registers itself with `@register_pass`, giving its command-line name and 
 options; the pipeline parser looks passes up here, and `lowering-opt --list-passes`
 prints what is here. Option values arrive as text from MLIR's pipeline syntax
 (`name{key=value key2=value}`) and are checked against the declared type.
+
+Each pass also says which stage it belongs to (`STAGES`, lowering/stages.py): `pre` runs on
+the traced CuTe module before CuTeDSL's pipeline, `post` on the LLVM/NVVM-dialect module
+CuTeDSL's `cute-to-nvvm{llvm-only=true}` leaves, before PTX is generated.
 """
 
 from __future__ import annotations
@@ -11,6 +15,11 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass
 from typing import Any, Callable
+
+
+# Where a pass runs inside `cute.compile` (lowering/post_stage.py draws the line):
+# pre = on the traced module (CuTe, arith, scf, ...), post = on the lowered module (llvm, nvvm).
+STAGES = ("pre", "post")
 
 
 class OptionError(ValueError):
@@ -89,6 +98,7 @@ class PassInfo:
     name: str  # the pipeline/command-line name, e.g. "fptosi-to-ptx"
     cls: type
     options: tuple[Option, ...]
+    stage: str = "pre"  # one of STAGES
 
     @property
     def description(self) -> str:
@@ -114,14 +124,16 @@ class PassInfo:
 _REGISTRY: dict[str, PassInfo] = {}
 
 
-def register_pass(name: str, options: tuple[Option, ...] = ()) -> Callable[[type], type]:
-    """Class decorator: make the pass available to pipelines under `name`."""
+def register_pass(name: str, options: tuple[Option, ...] = (), stage: str = "pre") -> Callable[[type], type]:
+    """Class decorator: make the pass available to pipelines under `name`, in `stage`."""
+    if stage not in STAGES:
+        raise ValueError(f"pass '{name}': stage must be one of {', '.join(STAGES)}, not {stage!r}")
 
     def decorate(cls: type) -> type:
         if name in _REGISTRY:
             raise RuntimeError(f"pass '{name}' registered twice")
         cls.pass_name = name
-        _REGISTRY[name] = PassInfo(name, cls, tuple(options))
+        _REGISTRY[name] = PassInfo(name, cls, tuple(options), stage)
         return cls
 
     return decorate

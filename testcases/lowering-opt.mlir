@@ -1,5 +1,5 @@
 // The command line: pipelines mixing our passes with MLIR's, statistics, IR dumps,
-// list of passes, stdin and -o.
+// stdin and -o (the list of passes: lowering-opt-list.mlir).
 
 // RUN: lowering-opt %S/Inputs/conversions.mlir -p 'builtin.module(fptosi-to-ptx{emit=ptx},bitcast-to-ptx,canonicalize)' | filecheck %s --check-prefix=MIX
 // MIX-LABEL: func.func @conversions
@@ -28,15 +28,6 @@
 // DUMP: arith.bitcast
 // DUMP: // -----// IR Dump After canonicalize //----- //
 // DUMP-NEXT: module {
-
-// RUN: lowering-opt --list-passes | filecheck %s --check-prefix=LIST
-// LIST: bitcast-to-ptx: Rewrite arith.bitcast/llvm.bitcast
-// LIST-NEXT: emit=<ptx|asm> (default asm)
-// LIST: fptosi-to-ptx: Rewrite arith.fptosi/fptoui
-// LIST-NEXT: rounding=<auto|rzi|rni|rmi|rpi> (default auto)
-// LIST-NEXT: emit=<ptx|asm> (default asm)
-// LIST: inline-asm-to-ptx: Rewrite pure, register-only llvm.inline_asm
-// LIST: ptx-float-operands: Copy float-constant operands of nvvm.inline_ptx into registers
 
 // Without a pipeline the IR is parsed, verified and printed back.
 // RUN: lowering-opt %S/Inputs/conversions.mlir | filecheck %s --check-prefix=ROUNDTRIP

@@ -9,4 +9,6 @@ from lowering.passes import (  # noqa: F401
     inline_asm_to_ptx,
     ptx_float_operands,
     truncf_to_select,
+    wgmma_desc_hoist,
+    wgmma_report,
 )
