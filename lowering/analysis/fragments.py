@@ -28,6 +28,7 @@ from lowering.analysis.launch import _operation
 from lowering.mlir import ir
 
 _VIEW_DEPTH = 32
+_NO_MEMORY_OPERANDS = ("scf.", "cf.", "arith.", "math.", "vector.", "nvvm.read.ptx.sreg.")
 _MAX_WRITES = 32  # a fragment written at more places is per-thread data, its writes not followed
 # ops that read a fragment or make a view of it, never write it
 _READERS = ("cute.memref.load", "cute.memref.load_vec", "cute.get_iter", "cute.get_layout", "cute.get_shape",
@@ -118,8 +119,8 @@ class FragmentFacts:
 
             def visit(op):
                 name = op.name
-                if name in _READERS or name.startswith(("scf.", "cf.")):
-                    return ir.WalkResult.ADVANCE
+                if name in _READERS or name.startswith(_NO_MEMORY_OPERANDS):
+                    return ir.WalkResult.ADVANCE  # (arith/math/vector ops take no memref: not listed)
                 rmem = [o for o in op.operands if _is_rmem(o)]
                 if rmem and not any(_is_rmem(r) for r in op.results):
                     write = _Write(op)
