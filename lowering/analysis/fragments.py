@@ -13,7 +13,9 @@ fragment (flow-insensitively: any write may be the one read), joined; when the f
 has exactly one writer, a `cute.memref.store` of one scalar, the load takes that value's
 fact whole (its per-thread values too: `pred[0] = lane < 16; if pred[0]: ...` is as
 decidable as `if lane < 16:`). A write whose fact is not computed yet (later in program
-order: a loop's next iteration reads it) counts as per-thread.
+order: a loop's next iteration reads it) counts as per-thread; a fragment written at more
+than `_MAX_WRITES` places (accumulators, softmax rows) is per-thread data, unread (following
+thousands of writes per load cost CUTLASS's Blackwell FMHA 40 s).
 
 A mixin of `Uniformity`; `writers_of` is what the slicing (`_what_matters`) adds to the
 inputs of a fragment load.
@@ -26,6 +28,8 @@ from lowering.analysis.launch import _operation
 from lowering.mlir import ir
 
 _VIEW_DEPTH = 32
+_NO_MEMORY_OPERANDS = ("scf.", "cf.", "arith.", "math.", "vector.", "nvvm.read.ptx.sreg.")
+_MAX_WRITES = 32  # a fragment written at more places is per-thread data, its writes not followed
 # ops that read a fragment or make a view of it, never write it
 _READERS = ("cute.memref.load", "cute.memref.load_vec", "cute.get_iter", "cute.get_layout", "cute.get_shape",
             "cute.get_stride", "cute.size", "cute.cosize", "cute.ptrtoint", "cute.print", "cute.printf")  # fmt: skip
@@ -115,8 +119,8 @@ class FragmentFacts:
 
             def visit(op):
                 name = op.name
-                if name in _READERS or name.startswith(("scf.", "cf.")):
-                    return ir.WalkResult.ADVANCE
+                if name in _READERS or name.startswith(_NO_MEMORY_OPERANDS):
+                    return ir.WalkResult.ADVANCE  # (arith/math/vector ops take no memref: not listed)
                 rmem = [o for o in op.operands if _is_rmem(o)]
                 if rmem and not any(_is_rmem(r) for r in op.results):
                     write = _Write(op)
@@ -129,13 +133,18 @@ class FragmentFacts:
         return self._fragment_writers.get(alloca, []) + self._fragment_writers.get(None, [])
 
     def load_inputs(self, load) -> list | None:
-        """The writes a fragment load may read (None: its fragment cannot be traced); once per load."""
+        """The writes a fragment load may read (None: its fragment cannot be traced, or is written
+        at more than _MAX_WRITES places: taken as per-thread data unread); once per load."""
         if self._load_writes is None:
             self._load_writes = {}
         found = self._load_writes.get(load, False)
         if found is False:
             root = fragment_root(list(load.operands)[0])
-            found = None if root is None else [w for w in self._writes_of(root) if not _elsewhere(w, load)]
+            writes = self._writes_of(root) if root is not None else None
+            if writes is None or len(writes) > _MAX_WRITES:
+                found = None
+            else:
+                found = [w for w in writes if not _elsewhere(w, load)]
             self._load_writes[load] = found
         return found
 
@@ -157,7 +166,10 @@ class FragmentFacts:
     def _fragment_load(self, op, operands: list[Fact]) -> Fact:
         writers = self.load_inputs(op)
         if writers is None:
-            return Fact(Scope.THREAD, None, "a register fragment this analysis cannot trace", data=True)
+            # (an accumulator, a softmax row: written all over the kernel; a predicate fragment,
+            # what conditions read, is written at a few places)
+            return Fact(Scope.THREAD, None, "a register fragment this analysis does not follow (untraced, or written "
+                        f"at more than {_MAX_WRITES} places)", data=True)
         coord = self._join(operands[1:])
         if len(writers) == 1 and writers[0].store and op.name == "cute.memref.load":
             stored = self._written(writers[0])
