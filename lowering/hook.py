@@ -248,12 +248,14 @@ def _check_post(post: str) -> None:
 
 
 def with_posts(pipeline: str | None, posts: tuple[str, ...]) -> str:
-    """`pipeline` (expanded text, or None) with the elements of `posts` appended (each once)."""
+    """`pipeline` (expanded text, or None) with the elements of `posts` appended; a pass of ours
+    already there (the same text) is not run twice, MLIR's own passes always are."""
     from lowering.pipeline import parse_pipeline
+    from lowering.registry import get_pass
 
     elements = [e.text for e in parse_pipeline(pipeline)] if pipeline else []
     for post in posts:
-        elements += [e.text for e in parse_pipeline(post) if e.text not in elements]
+        elements += [e.text for e in parse_pipeline(post) if not (get_pass(e.name) and e.text in elements)]
     return "builtin.module(" + ",".join(elements) + ")"
 
 

@@ -25,10 +25,22 @@
 // CHECK-NEXT: llvm.inline_asm {{.*}} %[[L1]], %[[K1]] :
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
 
+// A division by a constant moves like arithmetic; one by a value stays, with a remark:
+// CHECK-LABEL: llvm.func @divisions
+// CHECK: %[[R:.*]] = llvm.srem %arg1, %{{.*}} : i32
+// CHECK-NEXT: %[[A:.*]] = llvm.zext %[[R]] : i32 to i64
+// CHECK-NEXT: llvm.br ^bb1
+// CHECK: ^bb1(
+// CHECK-NEXT: %[[D:.*]] = llvm.udiv %arg1, %arg0 : i32
+// CHECK-NEXT: %[[B:.*]] = llvm.zext %[[D]] : i32 to i64
+// CHECK-NEXT: nvvm.wgmma.fence.aligned
+// CHECK-NEXT: llvm.inline_asm {{.*}} %[[A]], %[[B]] :
+
 // ERR: wgmma-desc-loop.mlir:15:8: remark: wgmma-desc-hoist: a descriptor's computation stops at 'llvm.load' (not pure arithmetic)
-// ERR: (S) 6 descriptors
-// ERR-NEXT: (S) 4 moved
-// ERR-NEXT: (S) 1 left
+// ERR: wgmma-desc-loop.mlir:40:8: remark: wgmma-desc-hoist: a descriptor's computation stops at 'llvm.udiv'
+// ERR: (S) 8 descriptors
+// ERR-NEXT: (S) 6 moved
+// ERR-NEXT: (S) 2 left
 
 // On our FMHA D=128 (a real post-stage dump, testcases/wgmma-report.mlir says which): Q's
 // descriptors leave the key loop. The statistics, and the report after it: the descriptors'

@@ -119,6 +119,16 @@ def test_a_pre_pass_after_a_post_pass_is_a_located_error():
     assert "cannot follow 'test-post-membar' (stage post)" in diagnostic.message
 
 
+def test_posts_are_appended_once_and_mlir_passes_kept():
+    from lowering.hook import with_posts
+
+    text = with_posts(
+        f"builtin.module(fptosi-to-ptx,canonicalize,{MEMBAR})", (f"builtin.module({MEMBAR},canonicalize)", "builtin.module(wgmma-report)")
+    )
+    assert text == f"builtin.module(fptosi-to-ptx,canonicalize,{MEMBAR},canonicalize,wgmma-report)"
+    assert split_stages(text).post == f"builtin.module({MEMBAR},canonicalize,wgmma-report)"
+
+
 def test_post_takes_post_passes_only():
     with pytest.raises(LoweringError, match="not a post-stage pass"):
         lowering.prelowering(post="builtin.module(fptosi-to-ptx)")

@@ -39,7 +39,8 @@ After (the loop-invariant part sits where %v and %c2 are defined, before the loo
 (Q's, in an attention kernel's Q K^T): fewer values live across the loop.
 
 Exact: only ops without side effects or undefined behaviour move (integer arithmetic,
-casts, vector element ops, `getelementptr`, `ptrtoint`; no division), each to a point that
+casts, vector element ops, `getelementptr`, `ptrtoint`; a division only by a constant that is
+not 0, nor -1 when signed), each to a point that
 its operands dominate and that dominates its old position (the latest operand definition in
 the dominator tree: lowering/analysis/dominance.py), so it computes the same value for every
 use it had; on a path that no longer reaches a use the value is simply unused. A descriptor
@@ -75,6 +76,24 @@ OPERANDS = choice(
     "all",
     "all: every descriptor; a: only the A operand of wgmmas that read A and B from shared memory (Q's in Q K^T)",
 )
+
+
+DIVISIONS = frozenset(("llvm.udiv", "llvm.urem", "llvm.sdiv", "llvm.srem"))
+
+
+def _safe_division(op) -> bool:
+    """A division whose divisor is a constant that is not 0 (nor -1, signed: INT_MIN / -1
+    overflows): it has no undefined behaviour on any dividend, so it may move like arithmetic."""
+    if op.name not in DIVISIONS:
+        return False
+    divisor = defining_op(op.operands[1])
+    if divisor is None or divisor.name != "llvm.mlir.constant":
+        return False
+    try:
+        value = ir.IntegerAttr(divisor.attributes["value"]).value
+    except (ValueError, KeyError):  # a vector or splat constant: not handled
+        return False
+    return value != 0 and not (op.name.startswith("llvm.s") and value == -1)
 
 
 @register_pass("wgmma-desc-hoist", options=(OPERANDS,), stage="post")
@@ -133,7 +152,7 @@ class WgmmaDescHoist:
         op = op.operation
         if op in chain:
             return
-        if op.name not in PURE:
+        if op.name not in PURE and not _safe_division(op):
             if op not in reported:
                 reported.add(op)
                 self.counts["left"] += 1

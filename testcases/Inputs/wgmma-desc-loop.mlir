@@ -28,3 +28,24 @@ llvm.func @loop(%n: i32, %addr: i32, %stage0: i32, %p: !llvm.ptr) {
 ^exit:
   llvm.return
 }
+
+// Divisions: by a constant (not 0, not -1) they move like arithmetic; by a value they stop.
+llvm.func @divisions(%n: i32, %addr: i32) {
+  %c0 = llvm.mlir.constant(0 : i32) : i32
+  %c1 = llvm.mlir.constant(1 : i32) : i32
+  %c4 = llvm.mlir.constant(4 : i32) : i32
+  llvm.br ^loop(%c0 : i32)
+^loop(%i: i32):
+  %r = llvm.srem %addr, %c4 : i32
+  %d = llvm.udiv %addr, %n : i32
+  %a = llvm.zext %r : i32 to i64
+  %b = llvm.zext %d : i32 to i64
+  nvvm.wgmma.fence.aligned
+  %s0 = llvm.inline_asm has_side_effects "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {$0, $1, $2, $3}, $4, $5, p, 1, 1, 0, 0;", "=f,=f,=f,=f,l,l" %a, %b : (i64, i64) -> !llvm.struct<(f32, f32, f32, f32)>
+  nvvm.wgmma.commit.group.sync.aligned
+  %next = llvm.add %i, %c1 : i32
+  %done = llvm.icmp "eq" %next, %n : i32
+  llvm.cond_br %done, ^exit, ^loop(%next : i32)
+^exit:
+  llvm.return
+}
