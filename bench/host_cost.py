@@ -18,7 +18,7 @@ median over `ROUNDS` rounds, garbage collection off during a round. The cases:
   torch.compile takes.
 The results.json ratios come from ours and SDPA timed in alternating rounds (`paired_us`):
 timed one after the other, a host whose load drifts between the two moved the ratio from
-1.05 to 0.64 on the same code (bench/h200/fmha_split run1 and run4).
+1.05 to 0.64 on the same code (4161db4:bench/h200/fmha_split run1 and run4).
 Then cProfile of 2000 calls of each of ours (profile.txt): where the time goes.
 """
 

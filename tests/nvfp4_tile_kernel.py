@@ -1,7 +1,7 @@
 """A kernel that stages [128, D] tiles in shared memory and quantizes them with
 `nvfp4.quantize_tile_rows` (the shared-memory tile epilogue for other kernels; the FMHA
 used it until `attention_parts.store_nvfp4` replaced it, and
-bench/h200/fmha_nvfp4/epilogue_ab.py still measures it as "before"): its output must be
+4161db4:bench/h200/fmha_nvfp4/epilogue_ab.py measured it as "before"): its output must be
 bit-identical to `nvfp4.quantize` of the same tensor."""
 
 from __future__ import annotations
