@@ -67,7 +67,7 @@ from kernels.attention_parts import (
     swizzled_rows_atom,
 )
 from kernels.cutedsl_compat import SmemAllocator
-from kernels.fmha import DTYPES, HEAD_DIMS, _as_operand_a, _Fmha, _mn_view
+from kernels.fmha_sm80 import DTYPES, HEAD_DIMS, _as_operand_a, _Fmha, _mn_view
 
 # --- tuning knobs ---------------------------------------------------------------
 BLOCK_M = 64  # packed rows per CTA: 4 warps x 16 (one m16 MMA row block each)

@@ -59,9 +59,10 @@ import cutlass.utils.hopper_helpers as sm90
 from cutlass.cute.nvgpu import cpasync, warpgroup
 
 import lowering
-from kernels import nvfp4
+from kernels import fmha_decode
 from kernels.attention_parts import LN2, bshd_tensors, fake_arguments, finish_row, fmax, nvfp4_outputs, quad_allreduce, row_copy, store_nvfp4
 from kernels.cutedsl_compat import LayoutEnum, SmemAllocator
+from kernels.exp2 import exp2_row
 
 # --- tuning knobs ---------------------------------------------------------------
 # (query rows per CTA, keys per K/V tile) by head dim and whether a diagonal (causal/window)
@@ -838,8 +839,6 @@ class _FmhaSm90:
         """TAIL_SPLIT: row r of tail tile t (tile `full` + t of the linear order, whose coordinates
         tile_coords gives) from its pieces' partials, by fmha_decode's combine of one row; rows
         past the queries are skipped, and with one piece (no tail split) nothing is done."""
-        from kernels import fmha_decode  # (it imports kernels.fmha, which imports this module)
-
         if cutlass.const_expr(self.pdl):
             cute.arch.griddepcontrol_wait()  # the pieces' kernel is done, its partials visible
         tidx, _, _ = cute.arch.thread_idx()
@@ -1830,8 +1829,6 @@ class _FmhaSm90:
             m_old = row_max[r]
             m_new, m_safe, keep = _row_reference(m_old, m_blk, scale_log2, self.rescale_threshold, masked or self.inf_guard_unmasked)
             # EXP2_FMA: some columns' exp2 by polynomial on the FMA units, the rest on MUFU
-            from kernels.fmha import exp2_row  # (kernels.fmha imports this module)
-
             p = exp2_row(S, r, s_row * scale_log2 - m_safe, self.fma_cols)
             corr[r] = _correction(m_old, m_safe, scale_log2, keep)
             row_sum[r] = row_sum[r] * corr[r] + p.reduce(cute.ReductionOp.ADD, F32(0.0), 0)
@@ -2250,8 +2247,6 @@ class _PackedSplitSm90(_FmhaSm90):
         right: I32,
         stream: cuda.CUstream,
     ):
-        from kernels import fmha_decode  # (it imports kernels.fmha, which imports this module)
-
         d = self.d
         dt = self.dtype
         g = self.group
@@ -2623,8 +2618,6 @@ def packed_groups(group: int) -> bool:
 
 def split_combine_pdl(splits: int) -> bool:
     """Whether a packed split-KV call of `splits` splits launches its combine as a PDL."""
-    from kernels import fmha_decode  # (it imports kernels.fmha, which imports this module)
-
     return bool(fmha_decode.COMBINE_PDL) or 0 < splits <= SPLIT_COMBINE_PDL_MAX
 
 
@@ -2639,8 +2632,6 @@ def compile_packed_split(
         raise ValueError(f"the wgmma path targets {ARCHS}, not {arch!r}")
     if not packed_groups(group):
         raise ValueError(f"packed split-KV takes Hq / Hkv in 2, 4, ..., 128, not {group}")
-    from kernels import fmha_decode  # (it imports kernels.fmha, which imports this module)
-
     block_m, block_n = SPLIT_TILES[head_dim]
     masked = has_left or has_right
     config = Config(
@@ -2661,8 +2652,6 @@ def _compile_packed_split(
     dtype: str, head_dim: int, group: int, has_left: bool, has_right: bool, has_sink: bool, arch: str, options: str, config: Config,
     pdl: bool | str,
 ):  # fmt: skip
-    from kernels import fmha_decode  # (it imports kernels.fmha, which imports this module)
-
     dt = DTYPES[dtype]
     kernel = _PackedSplitSm90(dt, head_dim, has_left, has_right, has_sink, False, config, group)
     kernel.pdl = pdl
