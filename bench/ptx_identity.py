@@ -7,8 +7,8 @@ Compiles each build below on the CPU for its target (no GPU: fake pointers, CuTe
 `CUTE_DSL_ARCH`/`--gpu-arch`), keeps its PTX (`CUTE_DSL_KEEP=ptx`, no JIT cache), and writes
 {build: sha256 of the PTX} (and beside it, `*.raw.json`, the hashes before the kernels'
 symbols are normalized: see `normalized`). `--compare BASE.json` exits 1 naming every build whose PTX
-differs from BASE's (or that is missing on either side). `--only SUBSTRING` keeps the builds
-whose name contains it; `--list` prints the names.
+differs from BASE's (or that is missing on either side). `--only SUB1,SUB2` keeps the builds
+whose name contains one of them; `--list` prints the names.
 
 The builds are the compile-time cross product of what ships, through the public compile
 functions (`fmha.compile_attention`, `nvfp4.compile_*`): what varies at run time only (GQA
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", help="write {build: sha256} here")
     ap.add_argument("--compare", help="a JSON written by --out: exit 1 naming the builds that differ")
-    ap.add_argument("--only", help="only the builds whose name contains this")
+    ap.add_argument("--only", help="only the builds whose name contains one of these (comma-separated)")
     ap.add_argument("--dump", help="also write each build's PTX into this folder")
     ap.add_argument("--list", action="store_true", help="print the build names and exit")
     args = ap.parse_args(argv)
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
     todo = builds()
     if args.only:
-        todo = {name: fn for name, fn in todo.items() if args.only in name}
+        todo = {name: fn for name, fn in todo.items() if any(part in name for part in args.only.split(","))}
     if args.list:
         print("\n".join(todo))
         return 0
@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.compare:
         base = json.loads(pathlib.Path(args.compare).read_text())
         if args.only:
-            base = {name: h for name, h in base.items() if args.only in name}
+            base = {name: h for name, h in base.items() if any(part in name for part in args.only.split(","))}
         differ = sorted(name for name in hashes if name in base and base[name] != hashes[name])
         missing = sorted(set(base) ^ set(hashes))
         for name in differ:

@@ -561,7 +561,9 @@ def test_wgmma_mask_relative_compiles(tmp_path, monkeypatch):
     fmha = _fmha()
     sm90 = fmha.fmha_sm90
     monkeypatch.setattr(sm90, "MASK_RELATIVE", True)
-    monkeypatch.setattr(sm90, "SCORE_COLUMNS_CHECK_ALL", True)
+    from kernels import fmha_sm90_softmax
+
+    monkeypatch.setattr(fmha_sm90_softmax, "SCORE_COLUMNS_CHECK_ALL", True)  # (read by the softmax mixin)
     monkeypatch.setattr(sm90, "SOFTMAX_INTERLEAVED", False)
     monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (64, True): (192, 128)})
     monkeypatch.setattr(sm90, "MASK_LOOPS", {(64, True): True, (128, True): True})

@@ -24,9 +24,10 @@ KERNEL_FLOORS = [
     {"inputs"},  # the input rules of both
     {"fmha_paths"},  # the compile function over the FMHA paths
     {"fmha_sm90"},  # the Hopper FMHA's configuration, planning and compile functions
-    {"fmha_sm90_split"},
-    {"fmha_sm90_kernel"},
-    {"fmha_sm90_schedule", "fmha_sm90_softmax", "fmha_sm90_epilogue"},
+    {"fmha_sm90_split"},  # the packed split-KV kernel
+    {"fmha_sm90_kernel"},  # the producer/consumer kernel
+    {"fmha_sm90_schedule", "fmha_sm90_softmax", "fmha_sm90_epilogue"},  # its mixins
+    {"fmha_sm90_parts", "fmha_sm90_config"},  # their shared pieces, the configuration value
     {"fmha_decode"},
     {"fmha_sm80", "nvfp4_kernels"},
     {"attention_parts", "exp2"},
