@@ -1,6 +1,6 @@
 """The wgmma FMHA's loops in SASS, per knob variant, without a GPU.
 
-    python bench/fmha_sass.py [--variants now,o_direct] [--head-dim 128] [--causal] [--wide-keys] [--out DIR]
+    python bench/fmha_sass.py [--variants now,stmatrix] [--head-dim 128] [--causal] [--wide-keys] [--out DIR]
 
 Each variant (a name of `fmha_peers.VARIANTS`, "now" for the knobs as they are) is compiled
 for sm_90a through the hook (`kernels.fmha_sm90._compile`, bf16, no sink), its cubin
@@ -78,7 +78,7 @@ def table(texts: dict[str, str], every_loop: bool = False) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--variants", default="now,o_direct")
+    ap.add_argument("--variants", default="now,stmatrix")
     ap.add_argument("--head-dim", type=int, default=128, choices=(64, 128))
     ap.add_argument("--causal", action="store_true")
     ap.add_argument("--wide-keys", action="store_true", help="the build for calls with many keys (WIDE_KEY_TILES)")

@@ -169,14 +169,6 @@ PINGPONG = {(64, False): True, (64, True): True, (128, False): False, (128, True
 # dynamic order loses 1-2% at D=128 (684 / 699), so those keep the snake. True: always;
 # False: one CTA per tile; or a dict {(head_dim, crosses a diagonal): bool} like TILES.
 PERSISTENT = {(64, False): True, (64, True): True, (128, False): True, (128, True): True}
-# P through shared memory (FA3's choice at D=64 without a mask, with 192 x 192 tiles): the
-# softmax writes P (bf16/fp16) to a shared-memory tile and P V takes both operands from shared
-# memory, which frees P's registers (BLOCK_N / 2 a thread) for a wider S. A bool or a dict
-# like TILES. Compiled (ptxas 13.0, no wgmma serialized): D=64 without a mask 192 x 128,
-# 192 x 160, 192 x 176 spill nothing, 192 x 192 112 bytes; D=64 causal 192 x 128 with two key
-# loops nothing (with P in registers: 592 bytes and every wgmma serialized). Not yet timed on
-# a GPU (the fmha_peers variants p_smem_*), so off.
-P_SMEM = False
 # with INTRA_WG_OVERLAP, when O takes the softmax's correction factor: False, just before the
 # P V wgmma that adds the block (between the S and the P V issue, inside PINGPONG's turn); True,
 # as FA3 and FA4 do, right after the softmax that computed it, once the previous P V is complete
@@ -188,19 +180,6 @@ P_SMEM = False
 # without a mask -2% (674-675 / 690 in run14: False there; ptxas: with a causal mask False
 # spilled 76 bytes, True none). The packed split-KV kernel (compile_packed_split) keeps False.
 LATE_RESCALE = {(64, False): True, (64, True): True, (128, False): False, (128, True): True}
-# with INTRA_WG_OVERLAP and P in registers, where a key block's P (the softmax's f32 scores)
-# becomes the bf16/fp16 operand of its P V: False, at the end of its own block, after waiting
-# for the previous P V (whose operand the conversion overwrites); True, at the start of the
-# next block, before its S wgmma issue. ptxas schedules each basic block by itself: with the
-# wait in the softmax's block it may move the wait up (the default D=128 build, whose runtime
-# mask test splits that block, runs 32 of its 66 MUFU before the wait; D=128 causal's unmasked
-# loop 7); across the back edge it cannot, and the whole softmax runs beside the P V. Measured
-# (H200, bench/h200/fmha_sched/s13/b, two passes, bit-identical): slower everywhere, 4x16x4096x128
-# 635 against 695-697 TFLOP/s, causal 626 / 660-662, 1x32x16384 606-607 / 665-673, the Sq=128
-# decode row 518-520 / 624: the V stage is released only at the next block's start, a softmax
-# later, and with two K/V stages the producer waits for it (ncu, s13/ncu: its empty-slot waits
-# spin 4.8x as often, the S waits of the consumers grow by half). A bool or a dict like TILES.
-P_CONVERT_NEXT = False
 # the softmax's exp2s in column order across the thread's rows (FA4's schedule in SASS), four
 # partial maxima and two partial sums a row; False: one row after the other. A bool or a dict
 # like TILES. ptxas 13.0: no spills at D=64 (192 x 128: 8 bytes, against 12) and D=128 causal;
@@ -272,63 +251,6 @@ STMATRIX = {(64, False): True, (64, True): True, (128, False): False, (128, True
 # 523.5-524.8 (g): +1% on the window and the sink, even on causal (TMA_STORE alone: -0.5%, e). On
 # (with STMATRIX) since session 19.
 TMA_STORE = {(64, False): True, (64, True): True, (128, False): True, (128, True): True}
-# O's shared-memory buffer laid over the V ring (FA3's layout: its epilogue storage in a union
-# with the mainloop's, smem_o at the start of smem_v), with TMA_STORE and the bf16/fp16 output:
-# the consumer warpgroups meet (V_FREE_BARRIER) once all of them have completed the tile's last
-# P V, write O there, and each warpgroup's storing thread, once its TMA store has read its rows,
-# arrives at the tile's mbarrier (two, by tile parity: _FmhaSm90.wait_o_stored) that the producer
-# waits on before the next tile's first V load (its K and Q load meanwhile). It frees O's 32 KB
-# at D=128: room for FA3's 128 x 176 tiles (two K/V stages of 44 KB and one Q buffer: 208 KB).
-# False, True, or "last_v" (below); or a dict like TILES. H200
-# (bench/h200/fmha_sched/s11, w2-w4, TFLOP/s, against O's own buffer at 128 x 128): at 128 x 128
-# 694-696 / 698-702 (4x16x4096), 588-590 / 602-609 (8x32x1024): the next tile's V waits for O's
-# store; at 128 x 176 (one Q buffer) 681 / 698-702, 710-714 / 711-716 (2x16x8192), 665-672 /
-# 658-677 (1x32x16384), 542-547 / 602-609; 128 x 160 (two Q) 696, 714-719, 675-689, 541. Off.
-# "last_v" (two stages, O within one): O in the stage of the tile's last V instead of the ring's
-# start, so the next tile's first V (the other stage) loads at once and only its second waits for
-# O's store. Slower too (s12/b, two passes): at 128 x 128 678-679 / 690-692 (4x16x4096), 683-691 /
-# 697-699 (2x16x8192), 572 / 594-598 (8x32x1024), the Sq=128 decode row 536-537 / 618-619; at
-# 128 x 160 681-684, 696-697, 673-674 / 659-677 (1x32x16384), 528-530, 609.
-O_IN_V = False
-# O from the consumers' registers straight to global memory (each quad's words transposed
-# among its lanes so that a thread stores 16 contiguous bytes of a row: direct_epilogue; rows
-# past Sq skipped), without a shared-memory stage: no O buffer (32 KB at D=128), so FA3's
-# 128 x 176 key tiles fit beside one Q buffer and 128 x 160 beside two, with V's ring left alone
-# (O_IN_V's cost), and no epilogue barrier. The bf16/fp16 output only (not NVFP4, not the packed
-# split's partials, which already go out so); it replaces TMA_STORE and O_IN_V. A bool or a dict
-# like TILES. Off: slower at 128 x 128 without a mask (H200, TFLOP/s against the TMA store: the
-# 32-bit first build 3-8%, s14/b; this 16-byte build 5-7%, s15/b: 4x16x4096x128 661 against 709,
-# 2x16x8192 675 / 723, 1x32x16384 646-648 / 686-694, Sq=128 decode 533 / 624); even with a
-# diagonal, where the default stores through shared memory without TMA (causal 4096: 665 / 665).
-# Not the stores: ncu (s15/n, 4x16x4096x128) puts 0.7% of the samples in the epilogue; its key
-# loop is 30 instructions longer, 62 f32 -> bf16 pack conversions a block against 32: with
-# this epilogue after the loop, LLVM's code for the loop-carried P converts it twice (PTX: a
-# copy at the loop's head for the last P V after the loop, another for the P V in the loop),
-# where the default build converts once. (Converting P through opaque inline PTX instead, so
-# that LLVM cannot move it, was slower still everywhere: s15/p, 680 / 707 at 4096.) Session 16:
-# the second copy came from the in-loop S wgmma naming S (= P's f32 values) as its input; with
-# S zeroed first (key_block) O_DIRECT's loop is the default's (772 SASS instructions, 32 F2FP;
-# bench/fmha_sass.py, no GPU). Still slower (s16/v): 4096 670 / 703-704, 8192 683 / 717-719,
-# 16384 641 / 681-682; so the cost is outside the loop. s16/diag.py (not run yet) times it with
-# the global stores skipped at run time.
-O_DIRECT = False
-# O through the tile's own Q buffer (with TMA_STORE, the bf16/fp16 output): Q's shared memory
-# laid out as one 64-row stage a consumer warpgroup (O's TMA-store stage layout), each stage
-# loaded by a TMA load of its own and waited for by its warpgroup alone; once a warpgroup's S
-# wgmmas of the tile are complete its Q rows are dead, so its O goes into them, leaves by its
-# TMA store, and the warpgroup's storing thread releases the stage once that store has read
-# it. No O buffer and no cross-warpgroup meeting (O_IN_V's cost with the scheduler barrier), at
-# the price of a single Q buffer that the next tile's Q waits for. For the wide tiles
-# (WIDE_KEY_TILES: 128 x 192 fits with it, 224 KB) instead of O_DIRECT, whose 128 x 128 build is
-# 5-7% slower than the TMA store for reasons not found (RESULTS.md, sessions 14-18). A bool or a
-# dict like TILES, for the builds of TILES; the wide build's is WIDE_KEY_O_IN_Q. Bit-identical to
-# O's own buffer (H200, test_gpu_o_in_q) and slower: the next tile's Q waits for O's store and
-# its own load (s19/a, TFLOP/s, two passes): the wide build 711.1, 706.8 against O_DIRECT's 728.0,
-# 724.9 at 2x16x8192x128, 672.6, 659.1 / 697.0, 697.2 at 1x32x16384 (without the barrier 709.6,
-# 672.1); at 128 x 128 (one Q buffer instead of two) 669.7 against 670.1 / 689.3 at 4x16x4096.
-O_IN_Q = False
-# the wide build (WIDE_KEY_TILES) with O_IN_Q instead of O_DIRECT (off: above)
-WIDE_KEY_O_IN_Q = False
 # the producer's load order: False, a tile's Q, then K and V of each key block in turn; True,
 # FA3's order with its intra-warpgroup overlap (hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp): the
 # tile's first K, then Q, then K of each block before the V of the block before it, the order in
@@ -343,11 +265,6 @@ K_AHEAD = True
 # False, with K_AHEAD): 4x16x4096x64 527-528 / 518-519; D=128 without a mask loses 9-12% (624-626
 # / 686-687; 8x32x1024 544-546 / 570), D=128 causal +1% but sink -1% (s9/ka, ka2): D=64 unmasked only.
 V_WAIT_LATE = {(64, False): True, (64, True): False, (128, False): False, (128, True): False}
-# L2 eviction priorities on the producer's TMA loads, as FA3 gives them (CUTLASS's
-# CacheHintSm90): K and V evict-last (every query tile of a head reads them), Q evict-first
-# (read once). A bool or a dict like TILES. H200 (s9/ch, two passes, TFLOP/s, against False):
-# 4x16x4096x128 690 / 697, the other prefill rows and the decode rows within the noise: off.
-CACHE_HINTS = False
 # K and V shared by a cluster of CLUSTER CTAs (FA3's ClusterM = 2, taken for head dims
 # >= 128 without a causal/window mask: hopper/flash_fwd_launch_template.h): the CTAs of a
 # cluster take adjacent query tiles of one head, each loads 1/CLUSTER of every K and V tile and
@@ -418,22 +335,6 @@ TAIL_LAUNCH_COST = 8.0
 # tiles of the causal tail outrunning two warps' quantizing (4x16x4096x128 causal 1.107 / 1.078,
 # 8x16x2048x64 causal 1.149-1.153 / 1.056-1.059): on without a diagonal at D=128 only.
 NVFP4_OFFLOAD = {(64, False): False, (64, True): False, (128, False): True, (128, True): False}
-# with NVFP4_OFFLOAD and two Q buffers: a consumer warpgroup whose last rows handed over are not
-# back yet quantizes its new rows itself instead of waiting (as without the offload), through
-# the tile's own Q buffer, which it then releases after the epilogue rather than before it (the
-# next Q to load there is the one after next). For the tails of short tiles where two warps'
-# quantizing falls behind (causal). A bool or a dict like TILES ("always": the consumers keep
-# every tile's rows, a test of that path). H200 (bench/h200/fmha_sched/s11/p1, fused / bf16, two
-# passes, against the offload without it): correct, but slower everywhere, where it is rarely
-# taken too (Q held through the epilogue loads the next tile's later): 4x16x4096x128 causal
-# 1.143-1.145 / 1.080-1.086, 2x16x8192x128 1.043-1.047 / 1.024-1.029, 8x16x2048x64 causal
-# 1.140-1.147 / 1.050-1.056 (consumers quantizing there). Off.
-NVFP4_OFFLOAD_FALLBACK = False
-# a diagnostic build: each CTA prints (device printf) its SM and %globaltimer when it starts, when
-# its producer issued its last load (kept in shared memory: the producer, down to 24 registers,
-# cannot call vprintf) and when all its warps are done, for bench/h200/fmha_sched/cta_times.py
-# (start skew, the tail); never timed with it on
-TRACE_CTA_TIMES = False
 # with a right limit and no left one (causal), the key loop as two loops: the blocks that cross
 # the diagonal or the key tail (the first visited), the element mask compiled in, then the
 # rest without it (FA3 splits its loop too); False: one loop that decides per block at run
@@ -522,29 +423,14 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
     q_stages = _per_config(Q_STAGES, head_dim, masked)
     if q_stages not in (1, 2):
         raise ValueError(f"Q_STAGES must be 1 or 2 (or a dict of them like TILES), not {Q_STAGES!r}")
-    p_smem = bool(_per_config(P_SMEM, head_dim, masked))
-
-    o_in_q = bool(WIDE_KEY_O_IN_Q if wide is not None else _per_config(O_IN_Q, head_dim, masked)) and not nvfp4_out
-    o_direct = (bool(_per_config(O_DIRECT, head_dim, masked)) or (wide is not None and not o_in_q)) and not nvfp4_out
+    # the wide build: O from registers straight to global memory (no room for an O buffer beside its K/V stages)
+    o_direct = wide is not None and not nvfp4_out
     tma_store = bool(_per_config(TMA_STORE, head_dim, masked)) and not o_direct
-    if o_in_q and not tma_store:
-        raise ValueError("O_IN_Q stores O by TMA from Q's buffer: it takes TMA_STORE (and not O_DIRECT) for the configuration")
-    o_in_v = _per_config(O_IN_V, head_dim, masked)
-    if o_in_v not in (False, True, "last_v"):
-        raise ValueError(f"O_IN_V must be False, True or 'last_v' (or a dict of them like TILES), not {O_IN_V!r}")
-    o_in_v = o_in_v if tma_store and not nvfp4_out else False  # (as _FmhaSm90 takes it)
-    if o_in_v and block_m > stages * block_n:
-        raise ValueError(f"O_IN_V: O's {block_m} x {head_dim} tile does not fit the V ring's {stages} x {block_n} rows")
-    if o_in_v == "last_v" and (stages != 2 or block_m > block_n):
-        raise ValueError(f"O_IN_V 'last_v' takes two K/V stages and O ({block_m} rows) within one ({block_n} rows)")
 
     def smem_bytes(q_buffers: int) -> int:
-        """Barriers (the first kilobyte), Q's buffers, O (unless O_IN_V or O_DIRECT), the K and V rings, P's tile (P_SMEM)."""
-        o_buffers = 0 if o_in_v or o_direct or o_in_q else 1
-        return (
-            1024 + (q_buffers + o_buffers) * block_m * head_dim * 2 + 2 * stages * block_n * head_dim * 2
-            + (block_m * block_n * 2 if p_smem else 0)
-        )  # fmt: skip
+        """Barriers (the first kilobyte), Q's buffers, O's (unless O_DIRECT), the K and V rings."""
+        o_buffers = 0 if o_direct else 1
+        return 1024 + (q_buffers + o_buffers) * block_m * head_dim * 2 + 2 * stages * block_n * head_dim * 2
 
     rescale_threshold = _per_config(RESCALE_THRESHOLD, head_dim, masked)
     if rescale_threshold is not None and not (isinstance(rescale_threshold, (int, float)) and 0 <= rescale_threshold <= 16):
@@ -555,22 +441,15 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
         raise ValueError(f"CLUSTER must be 1 or 2 (or a dict of them like TILES), not {CLUSTER!r}")
     cluster = 1 if masked else cluster  # (a diagonal: the cluster's tiles would visit different key blocks)
     offload = bool(_per_config(NVFP4_OFFLOAD, head_dim, masked))
-    fallback = _per_config(NVFP4_OFFLOAD_FALLBACK, head_dim, masked)
-    if fallback not in (False, True, "always"):
-        raise ValueError(f"NVFP4_OFFLOAD_FALLBACK must be False, True or 'always' (or a dict of them like TILES), not {NVFP4_OFFLOAD_FALLBACK!r}")
-    if cluster > 1 and o_in_v:
-        raise ValueError("O_IN_V takes CLUSTER = 1: the other CTA's multicast V loads would land on O before this CTA has stored it")
-    if o_in_q and (o_in_v or cluster > 1):
-        raise ValueError("O_IN_Q takes O_IN_V = False and CLUSTER = 1")
     if cluster > 1 and persistent and order == "dynamic":
         raise ValueError("CLUSTER > 1 takes a static ORDER ('stride' or 'snake'): the dynamic order draws a tile per CTA, not per cluster")
     tail_split = bool(_per_config(TAIL_SPLIT, head_dim, masked)) and not masked and persistent and order != "dynamic"
-    tail_split = tail_split and cluster == 1 and not o_in_v and not nvfp4_out  # (and no sink: _FmhaSm90)
+    tail_split = tail_split and cluster == 1 and not nvfp4_out  # (and no sink: _FmhaSm90)
     if TAIL_PIECES_TRIGGER not in ("start", "last_load"):
         raise ValueError(f"TAIL_PIECES_TRIGGER must be 'start' or 'last_load', not {TAIL_PIECES_TRIGGER!r}")
     tail_split = (TAIL_PIECES_TRIGGER if TAIL_COMBINE_PDL else "plain") if tail_split else False  # (how the pieces and the combine launch)
-    if q_stages == 2 and (o_in_q or smem_bytes(2) > SHARED_MEMORY_BYTES):
-        q_stages = 1  # a second Q buffer only where it fits (not beside the wider tiles: 128 x 160 at D=128), never with O in it
+    if q_stages == 2 and smem_bytes(2) > SHARED_MEMORY_BYTES:
+        q_stages = 1  # a second Q buffer only where it fits (not beside the wider tiles: 128 x 160 at D=128)
     smem = smem_bytes(q_stages)
     if smem > SHARED_MEMORY_BYTES:
         raise ValueError(
@@ -578,30 +457,31 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
             f"(one Q buffer); sm_90a gives at most {SHARED_MEMORY_BYTES}"
         )
     return Config(
-        block_m, block_n, stages, INTRA_WG_OVERLAP, pingpong, sm_count() // cluster * cluster if persistent else 2**31 - 1, fma_cols, order,
-        mask_loops(head_dim, masked, wide is not None), SECTION_BYTES if order == "dynamic" else 0,
-        p_smem,
-        INTRA_WG_OVERLAP and bool(_per_config(LATE_RESCALE, head_dim, masked)),
-        bool(_per_config(SOFTMAX_INTERLEAVED, head_dim, masked)),
-        bool(_per_config(MASK_RELATIVE, head_dim, masked)),
-        bool(_per_config(STMATRIX, head_dim, masked)),
-        tma_store,
-        bool(_per_config(K_AHEAD, head_dim, masked)),
-        INTRA_WG_OVERLAP and bool(_per_config(V_WAIT_LATE, head_dim, masked)),
-        bool(_per_config(CACHE_HINTS, head_dim, masked)),
-        q_stages,
-        cluster,
-        offload,
-        fallback if offload and q_stages == 2 else False,
-        o_in_v,
-        rescale_threshold,
-        bool(TRACE_CTA_TIMES),
-        tail_split,
-        INTRA_WG_OVERLAP and not p_smem and bool(_per_config(P_CONVERT_NEXT, head_dim, masked)),
-        o_direct,
-        o_in_q,
-        bool(_per_config(UNMASKED_INF_GUARD, head_dim, masked)),
-    )  # fmt: skip
+        block_m=block_m,
+        block_n=block_n,
+        stages=stages,
+        overlap=INTRA_WG_OVERLAP,
+        pingpong=pingpong,
+        max_ctas=sm_count() // cluster * cluster if persistent else 2**31 - 1,
+        fma_cols=fma_cols,
+        order=order,
+        mask_loops=mask_loops(head_dim, masked, wide is not None),
+        section_bytes=SECTION_BYTES if order == "dynamic" else 0,
+        late_rescale=INTRA_WG_OVERLAP and bool(_per_config(LATE_RESCALE, head_dim, masked)),
+        interleaved=bool(_per_config(SOFTMAX_INTERLEAVED, head_dim, masked)),
+        mask_relative=bool(_per_config(MASK_RELATIVE, head_dim, masked)),
+        stmatrix=bool(_per_config(STMATRIX, head_dim, masked)),
+        tma_store=tma_store,
+        k_ahead=bool(_per_config(K_AHEAD, head_dim, masked)),
+        v_wait_late=INTRA_WG_OVERLAP and bool(_per_config(V_WAIT_LATE, head_dim, masked)),
+        q_stages=q_stages,
+        cluster=cluster,
+        nvfp4_offload=offload,
+        rescale_threshold=rescale_threshold,
+        tail_split=tail_split,
+        o_direct=o_direct,
+        inf_guard_unmasked=bool(_per_config(UNMASKED_INF_GUARD, head_dim, masked)),
+    )
 
 
 @functools.lru_cache(maxsize=4096)  # (called on every launch: the search below is ~30 us of Python)
@@ -785,10 +665,15 @@ def compile_packed_split(
     block_m, block_n = SPLIT_TILES[head_dim]
     masked = has_left or has_right
     config = Config(
-        block_m, block_n, SPLIT_STAGES, INTRA_WG_OVERLAP, bool(SPLIT_PINGPONG), 2**31 - 1, 0, "stride", mask_loops(head_dim, masked, packed=True),
-        k_ahead=bool(_per_config(K_AHEAD, head_dim, masked)), cache_hints=bool(_per_config(CACHE_HINTS, head_dim, masked)),
+        block_m=block_m,
+        block_n=block_n,
+        stages=SPLIT_STAGES,
+        overlap=INTRA_WG_OVERLAP,
+        pingpong=bool(SPLIT_PINGPONG),
+        mask_loops=mask_loops(head_dim, masked, packed=True),
+        k_ahead=bool(_per_config(K_AHEAD, head_dim, masked)),
         rescale_threshold=SPLIT_RESCALE_THRESHOLD,
-    )  # fmt: skip
+    )  # (one CTA a tile, stride order: the split count fills the SMs)
     if fmha_decode.PDL_TRIGGER not in fmha_decode.PDL_TRIGGERS:
         raise ValueError(f"fmha_decode.PDL_TRIGGER must be one of {fmha_decode.PDL_TRIGGERS}, not {fmha_decode.PDL_TRIGGER!r}")
     # False (a plain launch of the combine), or where its CTAs allow it (PDL_TRIGGER)

@@ -15,7 +15,7 @@ from cutlass.cute.nvgpu import cpasync
 
 from kernels import fmha_decode
 from kernels.attention_parts import LN2, finish_row, store_nvfp4
-from kernels.fmha_sm90_parts import EPILOGUE_BARRIER, F32, I32, QUANTIZER_THREADS, TAIL_COMBINE_WARPS, V_FREE_BARRIER, _mn_view, _r2s_tiled_copy
+from kernels.fmha_sm90_parts import EPILOGUE_BARRIER, F32, I32, QUANTIZER_THREADS, TAIL_COMBINE_WARPS, _mn_view, _r2s_tiled_copy
 
 
 class Sm90Epilogues:
@@ -52,23 +52,6 @@ class Sm90Epilogues:
                 )  # fmt: skip
                 combine = fmha_decode._SplitKV(self.dtype, d, False, False, False)
                 combine.combine_row(part_o, part_lse, mO, mLSE, None, I32(0), m0 + r, tidx % 32, I32(1), batch, head)
-
-
-    @cute.jit
-    def wait_o_stored(self, o_free, tiles_before: I32):
-        """O_IN_V: before a tile's first V load (with "last_v": before its second, V(1), which
-        goes to the stage of the last tile's O, or after its loads when it has fewer than two
-        blocks), wait until the last tile's O (in V's ring) has been read by its TMA stores.
-        Tile k's stores arrive at o_free + k % 2, so this waits for completion k // 2 of that
-        barrier, k = tiles_before - 1. Two barriers: a tile without key
-        blocks loads no V, and its consumers may finish it before this wait has seen the last
-        tile's completion; on one barrier they would then be two completions ahead, and the
-        parity wait would take the later for the earlier and wait forever. With two, their next
-        completion of the same barrier needs the next tile's Q, loaded after this wait."""
-        if cutlass.const_expr(self.o_in_v):
-            if tiles_before > 0:
-                k = tiles_before - 1
-                cute.arch.mbarrier_wait(o_free + k % 2, (k // 2) % 2)
 
 
     @cute.jit
@@ -110,12 +93,9 @@ class Sm90Epilogues:
         m0: I32,
         head: I32,
         batch: I32,
-        sQ_tile=None,  # NVFP4_OFFLOAD_FALLBACK: this tile's Q buffer, free for O's rows
-        o_free=None,  # O_IN_V: this tile's mbarrier, which the producer waits on before loading V again
     ):
         """Normalize O, write the LSE, and O through this warpgroup's rows of sO (or O as NVFP4,
-        quantized here or, with NVFP4_OFFLOAD, handed over to the quantizing warps; with the
-        fallback, quantized here through the tile's Q buffer while the last rows are not back)."""
+        quantized here or, with NVFP4_OFFLOAD, handed over to the quantizing warps)."""
         d = self.d
         sq = mO.shape[0]
         acc_O_mn = _mn_view(acc_O)
@@ -136,13 +116,10 @@ class Sm90Epilogues:
             self.direct_epilogue(rO, tScS, mO, mma_pv, ct, m0, head, batch)
             return
         if cutlass.const_expr(self.tma_store):
-            self.tma_store_epilogue(rO, mO, sO, s2g, ct, wg, m0, head, batch, o_free)
+            self.tma_store_epilogue(rO, mO, sO, s2g, ct, wg, m0, head, batch)
             return
         r2s = _r2s_tiled_copy(self.dtype, mma_pv, self.stmatrix)
         thr_r2s = r2s.get_slice(ct)
-        if cutlass.const_expr(self.fallback):
-            self.hand_over_or_quantize(r2s, thr_r2s, rO, sO, sQ_tile, handoff, (mCodes, mScales, mGlobal), sq, ct, wg, m0, head, batch)
-            return
         # the warpgroup's rows of sO: every thread is done reading the previous tile's
         cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
         if cutlass.const_expr(self.offload):
@@ -216,31 +193,19 @@ class Sm90Epilogues:
 
     @cute.jit
     def tma_store_epilogue(
-        self, rO: cute.Tensor, mO: cute.Tensor, sO: cute.Tensor, tma_o: cute.CopyAtom, ct: I32, wg: I32, m0: I32, head: I32, batch: I32,
-        o_free=None,
+        self, rO: cute.Tensor, mO: cute.Tensor, sO: cute.Tensor, tma_o: cute.CopyAtom, ct: I32, wg: I32, m0: I32, head: I32, batch: I32
     ):  # fmt: skip
         """TMA_STORE: this warpgroup's O (rO, bf16/fp16) into its own 64 x D stage of sO, then one
         thread stores the stage with TMA (rows past Sq are not written: TMA clips them) and the
-        next tile's epilogue waits only until that store has read the stage. O_IN_V: sO lies over
-        V's ring, written once every consumer warpgroup is done with V, and the storing thread
-        waits for its store's reads at once, then tells the producer (o_free)."""
+        next tile's epilogue waits only until that store has read the stage."""
         d = self.d
         # the accumulator fragment of one warpgroup's 64 x D tile, whichever warpgroup it is
         r2s = _r2s_tiled_copy(self.dtype, self.pv_mma(1), self.stmatrix)
         thr_r2s = r2s.get_slice(ct % 128)
-        if cutlass.const_expr(self.o_last_v):
-            o_free, o_stage = o_free  # (the tile's mbarrier, and the V stage its O takes)
-            stage = sO[None, None, wg, o_stage]
-        else:
-            stage = sO[None, None, wg]
-        if cutlass.const_expr(self.o_in_v):
-            # every warpgroup's last P V wgmma is complete (each waited for its own): V's ring is
-            # free (the producer loads no V until o_free; the last tile's stores have read O)
-            cute.arch.barrier(barrier_id=V_FREE_BARRIER, number_of_threads=128 * self.consumer_wgs)
-        else:
-            if ct % 128 == 0:
-                cute.arch.cp_async_bulk_wait_group(0, read=True)  # the previous tile's store has read the stage
-            cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
+        stage = sO[None, None, wg]
+        if ct % 128 == 0:
+            cute.arch.cp_async_bulk_wait_group(0, read=True)  # the previous tile's store has read the stage
+        cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
         self.copy_r2s(r2s, thr_r2s, rO, thr_r2s.partition_D(stage))
         cute.arch.fence_proxy("async.shared", space="cta")  # the stage, visible to the TMA unit
         cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
@@ -250,41 +215,6 @@ class Sm90Epilogues:
                 tOs, tOg = cpasync.tma_partition(tma_o, 0, cute.make_layout(1), cute.group_modes(stage, 0, 2), cute.group_modes(gO, 0, 2))
                 cute.copy(tma_o, tOs, tOg)
                 cute.arch.cp_async_bulk_commit_group()
-            if cutlass.const_expr(self.o_in_v):
-                cute.arch.cp_async_bulk_wait_group(0, read=True)  # the store has read the stage: V may load over it
-                cute.arch.mbarrier_arrive(o_free)
-
-
-    @cute.jit
-    def hand_over_or_quantize(self, r2s, thr_r2s, rO: cute.Tensor, sO: cute.Tensor, sQ_tile: cute.Tensor, handoff, outputs, sq: I32, ct: I32, wg: I32, m0: I32, head: I32, batch: I32):
-        """NVFP4_OFFLOAD_FALLBACK, a consumer warpgroup's NVFP4 epilogue: its rows handed over
-        if the quantizing warps have given back the last ones (one thread tests, the warpgroup
-        follows its answer), else quantized here from this tile's Q buffer."""
-        sTiles, bar_o = handoff[0], handoff[1]
-        if ct % 128 == 0:
-            if cutlass.const_expr(self.fallback_always):
-                sTiles[4, wg] = I32(0)  # ("always": a test of the kept rows' path)
-            else:
-                sTiles[4, wg] = cutlass.select_(cute.arch.mbarrier_test_wait(bar_o + 2 * wg + 1, sTiles[3, wg]), I32(1), I32(0))
-        cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
-        handing = sTiles[4, wg] != 0  # (one value for the warpgroup: read after the barrier)
-        first = m0 + wg * 64
-        if handing:
-            self.copy_r2s(r2s, thr_r2s, rO, thr_r2s.partition_D(sO))
-            if ct % 128 == 0:
-                sTiles[0, wg] = batch
-                sTiles[1, wg] = head
-                sTiles[2, wg] = first
-        else:
-            self.copy_r2s(r2s, thr_r2s, rO, thr_r2s.partition_D(sQ_tile))
-        cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
-        if handing:
-            if ct % 128 == 0:
-                sTiles[3, wg] = sTiles[3, wg] ^ 1
-                cute.arch.mbarrier_arrive(bar_o + 2 * wg)
-        else:
-            if first < sq:
-                store_nvfp4(cute.local_tile(sQ_tile, (64, self.d), (wg, 0)), outputs, batch, head, first // 64, sq - first, ct % 128, 128)
 
 
     @cute.jit
@@ -292,26 +222,14 @@ class Sm90Epilogues:
         """NVFP4_OFFLOAD, the quantizing warps of the producer warpgroup (this thread is `qt` of
         QUANTIZER_THREADS): each consumer warpgroup's rows of sO as it hands them over, as
         NVFP4, in rounds of one hand-over a warpgroup (its k-th in round k), until a hand-over
-        without rows (first row -1, hand_over_end). Without NVFP4_OFFLOAD_FALLBACK every
-        warpgroup hands over every tile, so they end in the same round; with it a warpgroup
-        keeps some tiles' rows, its k-th hand-over need not be of the others' tile, and one
-        that has ended is not waited for again."""
+        without rows (first row -1, hand_over_end). Every warpgroup hands over every tile, so
+        they end in the same round."""
         phase = I32(0)
-        if cutlass.const_expr(not self.fallback):
-            more = cutlass.Boolean(True)
-            while more:
-                for w in cutlass.range_constexpr(self.consumer_wgs):
-                    more = self.quantize_rows(sO, handoff, outputs, sq, qt, w, phase) >= 0
-                phase = phase ^ 1
-        else:
-            everyone = (1 << self.consumer_wgs) - 1
-            ended = I32(0)  # the warpgroups past their last hand-over, a bit each
-            while ended != everyone:
-                for w in cutlass.range_constexpr(self.consumer_wgs):
-                    if (ended >> w) & 1 == 0:
-                        if self.quantize_rows(sO, handoff, outputs, sq, qt, w, phase) < 0:
-                            ended = ended | (1 << w)
-                phase = phase ^ 1
+        more = cutlass.Boolean(True)
+        while more:
+            for w in cutlass.range_constexpr(self.consumer_wgs):
+                more = self.quantize_rows(sO, handoff, outputs, sq, qt, w, phase) >= 0
+            phase = phase ^ 1
 
 
     @cute.jit

@@ -25,7 +25,7 @@ from kernels.cutedsl_compat import SmemAllocator
 from kernels.fmha_sm90_config import Config
 from kernels.fmha_sm90_epilogue import Sm90Epilogues
 from kernels.fmha_sm90_schedule import Sm90Scheduling
-from kernels.fmha_sm90_parts import EPILOGUE_BARRIER, F32, HANDOVER_THREADS, I32, PRODUCER_REGS, QUANTIZER_REGS, QUANTIZER_THREADS, QUANTIZER_WARPS, REGISTER_FILE, TAIL_COMBINE_WARPS, TILE_EMPTY_BARRIER, TURN_BARRIER, _EVICT_FIRST, _EVICT_LAST, _as_operand_a, _mn_view, _r2s_tiled_copy, _smem_layout, _wgmma_issue
+from kernels.fmha_sm90_parts import F32, HANDOVER_THREADS, I32, PRODUCER_REGS, QUANTIZER_REGS, QUANTIZER_THREADS, QUANTIZER_WARPS, REGISTER_FILE, TAIL_COMBINE_WARPS, TILE_EMPTY_BARRIER, TURN_BARRIER, _as_operand_a, _mn_view, _smem_layout, _wgmma_issue
 from kernels.fmha_sm90_softmax import Sm90Softmax, _rescale
 
 
@@ -41,35 +41,25 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
         # `group` q heads, its key blocks one of num_splits shares, its O and LSE partials
         self.group = group
         self.pdl = False  # packed split-KV: its combine kernel is a programmatic dependent launch (fmha_decode.PDL_TRIGGER: when)
-        (
-            self.block_m, self.block_n, self.stages, self.overlap, self.pingpong, self.max_ctas, self.fma_cols, self.order,
-            self.mask_loops, self.section_bytes, self.p_smem, self.late_rescale, self.interleaved, self.mask_relative,
-            self.stmatrix, tma_store, self.k_ahead, self.v_wait_late, self.cache_hints, self.q_stages, self.cluster,
-            nvfp4_offload, nvfp4_fallback, o_in_v, self.rescale_threshold, self.trace, tail_split,
-            self.p_convert_next, o_direct, o_in_q, self.inf_guard_unmasked,
-        ) = config  # fmt: skip
+        self.block_m, self.block_n, self.stages, self.q_stages = config.block_m, config.block_n, config.stages, config.q_stages
+        self.overlap, self.pingpong, self.max_ctas, self.order = config.overlap, config.pingpong, config.max_ctas, config.order
+        self.fma_cols, self.mask_loops, self.section_bytes = config.fma_cols, config.mask_loops, config.section_bytes
+        self.late_rescale, self.interleaved, self.mask_relative = config.late_rescale, config.interleaved, config.mask_relative
+        self.stmatrix, self.k_ahead, self.v_wait_late, self.cluster = config.stmatrix, config.k_ahead, config.v_wait_late, config.cluster
+        self.rescale_threshold, self.inf_guard_unmasked = config.rescale_threshold, config.inf_guard_unmasked
+        tma_store, nvfp4_offload, tail_split, o_direct = config.tma_store, config.nvfp4_offload, config.tail_split, config.o_direct
         self.conditional_rescale = self.rescale_threshold is not None  # RESCALE_THRESHOLD: O's rescale under a warp vote
         # NVFP4_OFFLOAD: O's quantization by QUANTIZER_THREADS of the producer warpgroup (nvfp4_out only)
         self.offload = nvfp4_offload and nvfp4_out and not group
-        self.fallback = self.offload and bool(nvfp4_fallback)  # NVFP4_OFFLOAD_FALLBACK
-        self.fallback_always = self.fallback and nvfp4_fallback == "always"
-        # a hand-over's fields in shared memory: batch, head, first row, the giver's phase (and,
-        # with the fallback, whether this tile's rows were handed over)
-        self.handoff_fields = 5 if self.fallback else 4
+        # a hand-over's fields in shared memory: batch, head, first row, the giver's phase
+        self.handoff_fields = 4
         self.o_direct = o_direct and not nvfp4_out and not group  # O_DIRECT: O from registers to global memory
         self.tma_store = tma_store and not nvfp4_out and not group and not self.o_direct  # (TMA_STORE: the bf16/fp16 output only)
-        self.o_in_v = bool(o_in_v) and self.tma_store  # O_IN_V: O's buffer over V's ring
-        # O_IN_Q: O through each consumer warpgroup's stage of the (single) Q buffer; Q's pipeline
-        # then has a stage a warpgroup (its rows), each released by that warpgroup's storing thread
-        self.o_in_q = bool(o_in_q) and self.tma_store and not self.o_in_v
-        self.q_pipe_stages = self.block_m // 64 if self.o_in_q else self.q_stages
-        self.o_last_v = self.o_in_v and o_in_v == "last_v"  # (in the stage of the tile's last V)
         self.persistent = self.max_ctas < 2**31 - 1
         # TAIL_SPLIT: the last partial round's tiles in pieces along the keys (a launch of their
         # own, `tail_kernel`: this build with the piece code, one piece a CTA), then a combine.
         # self.tail_pieces: this object's kernel is that pieces' kernel
         self.tail_pieces = tail_pieces
-        self.trace = self.trace and not tail_pieces  # (TRACE_CTA_TIMES: the main kernel's CTAs only, as cta_times.py reads them)
         self.tail_kernel = None
         if bool(tail_split) and self.persistent and not group and not has_sink and not nvfp4_out and not tail_pieces:
             self.tail_kernel = _FmhaSm90(dtype, head_dim, has_left, has_right, has_sink, nvfp4_out, config, group, tail_pieces=True)
@@ -151,42 +141,20 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
         q_stages = self.q_stages
         handoffs = self.consumer_wgs if self.offload else 0  # NVFP4_OFFLOAD: one O hand-over a consumer warpgroup
         fields = self.handoff_fields
-        o_free = 2 if self.o_in_v else 0  # O_IN_V: the mbarriers O's readers arrive at, by tile parity
-        o_elems = 0 if self.o_in_v or self.o_direct or self.o_in_q else cute.cosize(sQ_layout)  # (O_IN_V: O lives in V's ring; O_IN_Q in Q's; O_DIRECT: nowhere)
-        trace_words = 1 if self.trace else 0
+        o_elems = 0 if self.o_direct else cute.cosize(sQ_layout)  # (O_DIRECT: O lives nowhere)
 
         @cute.struct
         class Smem:
-            bar_q: cute.struct.MemRange[cutlass.Int64, 2 * self.q_pipe_stages]
+            bar_q: cute.struct.MemRange[cutlass.Int64, 2 * self.q_stages]
             bar_k: cute.struct.MemRange[cutlass.Int64, 2 * stages]
             bar_v: cute.struct.MemRange[cutlass.Int64, 2 * stages]
             next_tile: cute.struct.MemRange[I32, 2]  # ORDER "dynamic": the producer's hand-over
             bar_o: cute.struct.MemRange[cutlass.Int64, 2 * handoffs]  # NVFP4_OFFLOAD: (O rows given, taken back) a warpgroup
             o_tiles: cute.struct.MemRange[I32, fields * handoffs]  # and the hand-overs' fields
-            bar_o_free: cute.struct.MemRange[cutlass.Int64, o_free]  # O_IN_V: O's TMA stores have read it
-            trace_t: cute.struct.MemRange[cutlass.Int64, trace_words]  # TRACE_CTA_TIMES: the producer's last-load time
             q: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout) * q_stages], 1024]
             o: cute.struct.Align[cute.struct.MemRange[dt, o_elems], 1024]  # O on its way out
             k: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
             v: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
-
-        if cutlass.const_expr(self.p_smem):
-
-            @cute.struct
-            class Smem:  # noqa: F811 (the same, and P's tile)
-                bar_q: cute.struct.MemRange[cutlass.Int64, 2 * self.q_pipe_stages]
-                bar_k: cute.struct.MemRange[cutlass.Int64, 2 * stages]
-                bar_v: cute.struct.MemRange[cutlass.Int64, 2 * stages]
-                next_tile: cute.struct.MemRange[I32, 2]
-                bar_o: cute.struct.MemRange[cutlass.Int64, 2 * handoffs]
-                o_tiles: cute.struct.MemRange[I32, fields * handoffs]
-                bar_o_free: cute.struct.MemRange[cutlass.Int64, o_free]
-                trace_t: cute.struct.MemRange[cutlass.Int64, trace_words]
-                q: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout) * q_stages], 1024]
-                o: cute.struct.Align[cute.struct.MemRange[dt, o_elems], 1024]
-                k: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
-                v: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sKV_layout)], 1024]
-                p: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(_smem_layout(dt, self.block_m, self.block_n))], 1024]
 
         # shared -> global for O: 16-byte copies, 8 elements a thread, one warpgroup; or (TMA_STORE)
         # one TMA store of a warpgroup's 64 x D stage, through O's TMA view
@@ -261,11 +229,7 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
         d, dt = self.d, self.dtype
         sQ_layout = _smem_layout(dt, self.block_m, d)
         sKV_layout = _smem_layout(dt, self.block_n, d, self.stages)
-        if cutlass.const_expr(self.o_in_q):
-            # a load a consumer warpgroup: its 64 rows into its own stage (O_IN_Q's layout of Q)
-            q_load = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mQ, cute.select(self.o_stages(), mode=[0, 1]), (64, d))
-        else:
-            q_load = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mQ, sQ_layout, (self.block_m, d))
+        q_load = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mQ, sQ_layout, (self.block_m, d))
         k_load, v_load = self.kv_loads(mK, mV, sKV_layout, 1)
         mma_qk = sm90.make_trivial_tiled_mma(
             dt, dt, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.K, F32, (self.consumer_wgs, 1, 1), (64, self.block_n)
@@ -287,11 +251,11 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
         )
 
     def pv_mma(self, warpgroups: int) -> cute.TiledMma:
-        """O = P V over `warpgroups` consumer warpgroups (64 rows each): P from registers (or from
-        shared memory with P_SMEM), V^T MN-major in shared memory."""
+        """O = P V over `warpgroups` consumer warpgroups (64 rows each): P from registers, V^T
+        MN-major in shared memory."""
         return sm90.make_trivial_tiled_mma(
             self.dtype, self.dtype, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.MN, F32, (warpgroups, 1, 1),
-            (64, self.d), a_source=warpgroup.OperandSource.SMEM if self.p_smem else warpgroup.OperandSource.RMEM,
+            (64, self.d), a_source=warpgroup.OperandSource.RMEM,
         )  # fmt: skip
 
     # --- device side ------------------------------------------------------------------
@@ -334,9 +298,6 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         first_tile, _, _ = cute.arch.block_idx()
         ctas = cute.arch.grid_dim()[0]
-        if cutlass.const_expr(self.trace):
-            if tidx == 0:
-                cute.printf("fmha_trace start cta {} sm {} t {}", first_tile, cute.arch.smid(), cute.arch.globaltimer())
         # persistent CTAs walk units of the linear tile order: one tile, or with a cluster its
         # `cluster` adjacent tiles (the same head: m_tiles divides by it), of which CTA `rank`
         # takes the rank-th
@@ -358,46 +319,20 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
         sQ_ring = _smem_layout(self.dtype, self.block_m, d, self.q_stages)  # (M, D, Q_STAGES)
         sQ = storage.q.get_tensor(sQ_ring.outer, swizzle=sQ_ring.inner)
         sO = sQ  # (packed split: no O buffer, the partials go out from registers)
-        sQ_loads = sQ  # what the producer's Q loads fill: (M, D, Q_STAGES), or with O_IN_Q (64, D, warpgroup)
-        if cutlass.const_expr(self.o_in_q):
-            # one buffer as a 64-row stage a consumer warpgroup, O's TMA-store layout; the MMAs see it
-            # as (M, D, 1), M = (64, warpgroup): warpgroup w's rows are stage w
-            staged = self.o_stages()
-            sQ_loads = storage.q.get_tensor(staged.outer, swizzle=staged.inner)
-            shape, stride = staged.outer.shape, staged.outer.stride
-            m_view = cute.make_layout(((shape[0], shape[2]), shape[1], 1), stride=((stride[0], stride[2]), stride[1], 0))
-            sQ = storage.q.get_tensor(m_view, swizzle=staged.inner)
-            sO = sQ_loads
-        o_free = None  # O_IN_V: the mbarriers of O's stores having read it, tile k's at o_free + k % 2 (the producer waits on them)
-        if cutlass.const_expr(self.o_in_v):
-            sO = storage.v.get_tensor(self.o_stages().outer, swizzle=self.o_stages().inner)  # (64, D, warpgroup) over V's ring
-            if cutlass.const_expr(self.o_last_v):
-                # (64, D, warpgroup, V stage): O over any stage of V's ring (a stage holds O: config_for)
-                per_stage = cute.append(self.o_stages().outer, cute.make_layout(self.stages, stride=self.block_n * d))
-                sO = storage.v.get_tensor(per_stage, swizzle=self.o_stages().inner)
-            o_free = storage.bar_o_free.data_ptr()
-            if tidx == 0:
-                for parity in cutlass.range_constexpr(2):
-                    cute.arch.mbarrier_init(o_free + parity, self.consumer_wgs)  # each consumer warpgroup's storing thread
-                cute.arch.mbarrier_init_fence()  # (the pipelines' creation below synchronizes the CTA)
-        elif cutlass.const_expr(self.o_in_q):
-            pass  # (sO: Q's stages, above)
-        elif cutlass.const_expr(self.tma_store):
+        sQ_loads = sQ  # what the producer's Q loads fill: (M, D, Q_STAGES)
+        if cutlass.const_expr(self.tma_store):
             sO = storage.o.get_tensor(self.o_stages().outer, swizzle=self.o_stages().inner)  # (64, D, warpgroup)
         elif cutlass.const_expr(not self.group and not self.o_direct):
             sO = storage.o.get_tensor(sQ_layout.outer, swizzle=sQ_layout.inner)
         sK = storage.k.get_tensor(sKV_layout.outer, swizzle=sKV_layout.inner)
         sV = storage.v.get_tensor(sKV_layout.outer, swizzle=sKV_layout.inner)
-        sTrace = None  # TRACE_CTA_TIMES: the producer's last-load time
-        if cutlass.const_expr(self.trace):
-            sTrace = storage.trace_t.get_tensor(cute.make_layout((1,)))
         sNext = None  # ORDER "dynamic": the next tile's index, from the producer to the consumers
         if cutlass.const_expr(self.dynamic):
             sNext = storage.next_tile.get_tensor(cute.make_layout((2,)))
         sVt = cute.composition(sV, cute.make_ordered_layout((d, self.block_n, self.stages), order=(1, 0, 2)))  # (D, N, stage)
-        handoff = None  # NVFP4_OFFLOAD: (the rows' coordinates, (field, warpgroup); the mbarriers; the Q ring, for the fallback)
+        handoff = None  # NVFP4_OFFLOAD: (the rows' coordinates, (field, warpgroup); the mbarriers)
         if cutlass.const_expr(self.offload):
-            handoff = (storage.o_tiles.get_tensor(cute.make_layout((self.handoff_fields, self.consumer_wgs))), storage.bar_o.data_ptr(), sQ)
+            handoff = (storage.o_tiles.get_tensor(cute.make_layout((self.handoff_fields, self.consumer_wgs))), storage.bar_o.data_ptr())
             if tidx == 0:
                 sTiles, bar_o = handoff[0], handoff[1]
                 for w in cutlass.range_constexpr(self.consumer_wgs):
@@ -417,9 +352,9 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
         tile_bytes = cute.size_in_bytes(self.dtype, cute.select(sKV_layout, mode=[0, 1]))
         # (O_IN_Q: a stage a consumer warpgroup, released by its storing thread once its O has left)
         pipe_q = pipeline.PipelineTmaAsync.create(
-            barrier_storage=storage.bar_q.data_ptr(), num_stages=self.q_pipe_stages, producer_group=producer,
-            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 1) if self.o_in_q else consumers,
-            tx_count=cute.size_in_bytes(self.dtype, sQ_layout) // (self.consumer_wgs if self.o_in_q else 1),
+            barrier_storage=storage.bar_q.data_ptr(), num_stages=self.q_stages, producer_group=producer,
+            consumer_group=consumers,
+            tx_count=cute.size_in_bytes(self.dtype, sQ_layout),
         )  # fmt: skip
         pipe_k = pipeline.PipelineTmaAsync.create(
             barrier_storage=storage.bar_k.data_ptr(), num_stages=self.stages, producer_group=producer,
@@ -434,11 +369,11 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
             # --- producer: one warp issues the TMA loads -----------------------------------
             cute.arch.setmaxregister_decrease(self.producer_regs)
             if warp == 0:
-                q_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.q_pipe_stages)
+                q_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.q_stages)
                 state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
                 load = functools.partial(
                     self.load_tile, m_tiles, num_splits, mQ, mK, mV, tma_q, tma_k, tma_v, sQ_loads, sK, sV, pipe_q, pipe_k, pipe_v,
-                    left, right, rank, cluster, o_free, tail,
+                    left, right, rank, cluster, tail,
                 )  # fmt: skip
                 if cutlass.const_expr(self.dynamic):
                     tile = first_tile
@@ -452,11 +387,6 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
                     q_state, state = load(first_tile, q_state, state)
                 if cutlass.const_expr(self.pdl == "last_load"):
                     cute.arch.griddepcontrol_launch_dependents()  # (fmha_decode.PDL_TRIGGER: the CTA's loads are all issued)
-                if cutlass.const_expr(self.trace):
-                    # (no printf here: after setmaxnreg.dec the producer has 24 registers, and a
-                    # vprintf call there stopped the launch with "illegal instruction" on the H200)
-                    if tidx == 0:
-                        sTrace[0] = cute.arch.globaltimer()
                 if cutlass.const_expr(cluster > 1):
                     # the other CTAs' consumers release this CTA's stages remotely: their last
                     # arrives must land before this CTA (its shared memory) may exit
@@ -483,12 +413,6 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
             row_sum = cute.make_rmem_tensor((n_rows,), F32)
             acc_S = cute.make_rmem_tensor(wg_qk.partition_shape_C((self.block_m, self.block_n)), F32)
             rP = cute.make_fragment_like(acc_S, self.dtype)  # P of the block whose P V is next
-            if cutlass.const_expr(self.p_smem):
-                # P's shared-memory tile: the A operand of P V, written from rP (store_p)
-                sP_layout = _smem_layout(self.dtype, self.block_m, self.block_n)
-                sP = storage.p.get_tensor(sP_layout.outer, swizzle=sP_layout.inner)
-                p_copy = _r2s_tiled_copy(self.dtype, mma_qk, self.stmatrix)
-                rP = (rP, wg_pv.make_fragment_A(wg_pv.partition_A(sP)), p_copy, p_copy.get_slice(ct), p_copy.get_slice(ct).partition_D(sP))
             corr = cute.make_rmem_tensor((n_rows,), F32)
             q_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.q_stages)
             state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
@@ -498,7 +422,7 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
             compute = functools.partial(
                 self.compute_tile, m_tiles, num_splits, mQ, mK, mO, mLSE, mSink, mCodes, mScales, mGlobal, mTailO, mTailLSE, scale_log2,
                 left, right,
-                pipe_q, pipe_k, pipe_v, mma_qk, mma_pv, s2g, sO, handoff, o_free, sNext, n_tiles, tSrQ, tSrK, tOrVt, acc_O, acc_S,
+                pipe_q, pipe_k, pipe_v, mma_qk, mma_pv, s2g, sO, handoff, sNext, n_tiles, tSrQ, tSrK, tOrVt, acc_O, acc_S,
                 rP, corr, row_max, row_sum, tScS, ct, wg, tail,
             )  # fmt: skip
             if cutlass.const_expr(self.dynamic):
@@ -518,12 +442,6 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
                     cute.arch.cp_async_bulk_wait_group(0, read=True)  # shared memory outlives the last store's reads
             if cutlass.const_expr(self.offload):
                 self.hand_over_end(handoff, ct, wg)
-        if cutlass.const_expr(self.trace):
-            # every warp done (the producer's time in shared memory), printed by a consumer thread
-            cute.arch.barrier()
-            if tidx == 128:
-                cute.printf("fmha_trace loads cta {} t {}", first_tile, sTrace[0])
-                cute.printf("fmha_trace end cta {} t {}", first_tile, cute.arch.globaltimer())
         if cutlass.const_expr(self.tail_pieces and bool(self.pdl)):
             # the pieces read only Q, K and V, yet their grid must not complete before the main
             # kernel's: the combine waits for this grid only, and what follows the call in the
@@ -553,7 +471,6 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
         right: I32,
         rank: I32,
         cluster: cutlass.Constexpr,
-        o_free,
         tail,  # TAIL_SPLIT: (first tail tile, log2 of its pieces), or None
         tile: I32,
         q_state,
@@ -561,15 +478,10 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
     ):
         """The producer's loads for one tile: Q once (when the consumers are done with the last
         one), then K and V, last key block first. The K/V ring runs on across tiles, so a
-        persistent CTA's next tile starts loading while its consumers finish this one (with
-        O_IN_V its V only once the last tile's O, in V's ring, has been stored)."""
+        persistent CTA's next tile starts loading while its consumers finish this one."""
         d = self.d
-        tiles_before = q_state.count  # (O_IN_V: this CTA's tiles loaded before this one)
         m_block, head, batch, kv_head, n_block_max, n_blocks, _ = self.tile_coords(tile, m_tiles, num_splits, mQ, mK, left, right, tail)
-        if cutlass.const_expr(self.o_in_q):
-            gQ = cute.local_tile(mQ[None, None, head, batch], (64, d), (None, 0))  # (64, D, 64-row tiles): a load a warpgroup
-        else:
-            gQ = cute.local_tile(mQ[None, None, head, batch], (self.block_m, d), (m_block, 0))
+        gQ = cute.local_tile(mQ[None, None, head, batch], (self.block_m, d), (m_block, 0))
         gK = cute.local_tile(mK[None, None, kv_head, batch], (self.block_n, d), (None, 0))
         gV = cute.local_tile(mV[None, None, kv_head, batch], (self.block_n, d), (None, 0))
         one = cute.make_layout(1)
@@ -578,28 +490,19 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
         kv_rank, kv_ctas = (rank, cute.make_layout(cluster)) if cutlass.const_expr(cluster > 1) else (0, one)
         tKs, tKg = cpasync.tma_partition(tma_k, kv_rank, kv_ctas, cute.group_modes(sK, 0, 2), cute.group_modes(gK, 0, 2))
         tVs, tVg = cpasync.tma_partition(tma_v, kv_rank, kv_ctas, cute.group_modes(sV, 0, 2), cute.group_modes(gV, 0, 2))
-        q_hint = {"cache_policy": cutlass.Int64(_EVICT_FIRST)} if cutlass.const_expr(self.cache_hints) else {}
-        kv_hint = {"cache_policy": cutlass.Int64(_EVICT_LAST)} if cutlass.const_expr(self.cache_hints) else {}
-        load_q = functools.partial(self.load_q, tma_q, tQg, tQs, pipe_q, m_block, q_hint)
+        kv_hint = {}  # (with a cluster: the multicast mask)
+        load_q = functools.partial(self.load_q, tma_q, tQg, tQs, pipe_q, m_block)
         if cutlass.const_expr(cluster > 1):
             kv_hint["mcast_mask"] = cutlass.Int16((1 << cluster) - 1)
         if cutlass.const_expr(not self.k_ahead):
             q_state = load_q(q_state)
-            if cutlass.const_expr(not self.o_last_v):
-                self.wait_o_stored(o_free, tiles_before)
             for it in cutlass.range(n_blocks, unroll=1):
                 n_block = n_block_max - 1 - it
                 pipe_k.producer_acquire(state)
                 cute.copy(tma_k, tKg[None, n_block], tKs[None, state.index], tma_bar_ptr=pipe_k.producer_get_barrier(state), **kv_hint)
-                if cutlass.const_expr(self.o_last_v):
-                    if it == 1:
-                        self.wait_o_stored(o_free, tiles_before)  # (V(1) goes to the stage of the last tile's O)
                 pipe_v.producer_acquire(state)
                 cute.copy(tma_v, tVg[None, n_block], tVs[None, state.index], tma_bar_ptr=pipe_v.producer_get_barrier(state), **kv_hint)
                 state.advance()
-            if cutlass.const_expr(self.o_last_v):
-                if n_blocks < 2:
-                    self.wait_o_stored(o_free, tiles_before)  # (every tile waits once, before the next tile's loads)
         else:
             # K_AHEAD, in the order the consumers need them: the first K (its slot is free as soon
             # as the previous tile's last S is complete) before Q (free only when every S of it
@@ -609,44 +512,25 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
                 pipe_k.producer_acquire(state)
                 cute.copy(tma_k, tKg[None, n_block_max - 1], tKs[None, state.index], tma_bar_ptr=pipe_k.producer_get_barrier(state), **kv_hint)
             q_state = load_q(q_state)
-            if cutlass.const_expr(not self.o_last_v):
-                self.wait_o_stored(o_free, tiles_before)
             for it in cutlass.range(1, n_blocks, unroll=1):
                 v_state = state.clone()
                 state.advance()
                 pipe_k.producer_acquire(state)
                 cute.copy(tma_k, tKg[None, n_block_max - 1 - it], tKs[None, state.index], tma_bar_ptr=pipe_k.producer_get_barrier(state), **kv_hint)
-                if cutlass.const_expr(self.o_last_v):
-                    if it == 2:
-                        self.wait_o_stored(o_free, tiles_before)  # (V(1) goes to the stage of the last tile's O)
                 pipe_v.producer_acquire(v_state)
                 cute.copy(tma_v, tVg[None, n_block_max - it], tVs[None, v_state.index], tma_bar_ptr=pipe_v.producer_get_barrier(v_state), **kv_hint)
             if n_blocks > 0:
-                if cutlass.const_expr(self.o_last_v):
-                    if n_blocks == 2:
-                        self.wait_o_stored(o_free, tiles_before)  # (this V is V(1))
                 pipe_v.producer_acquire(state)
                 cute.copy(tma_v, tVg[None, n_block_max - n_blocks], tVs[None, state.index], tma_bar_ptr=pipe_v.producer_get_barrier(state), **kv_hint)
                 state.advance()
-            if cutlass.const_expr(self.o_last_v):
-                if n_blocks < 2:
-                    self.wait_o_stored(o_free, tiles_before)  # (every tile waits once, before the next tile's loads)
         return q_state, state
 
     @cute.jit
-    def load_q(self, tma_q: cute.CopyAtom, tQg: cute.Tensor, tQs: cute.Tensor, pipe_q, m_block: I32, q_hint: dict, q_state):
-        """A tile's Q into its buffer once the consumers are done with the last one in it; with
-        O_IN_Q a load a consumer warpgroup, its 64 rows into its stage once that warpgroup's last
-        O has left it (Q's pipeline has a stage a warpgroup then: a tile takes each once)."""
-        if cutlass.const_expr(self.o_in_q):
-            for w in cutlass.range_constexpr(self.consumer_wgs):
-                pipe_q.producer_acquire(q_state)
-                cute.copy(tma_q, tQg[None, m_block * self.consumer_wgs + w], tQs[None, w], tma_bar_ptr=pipe_q.producer_get_barrier(q_state), **q_hint)
-                q_state.advance()
-        else:
-            pipe_q.producer_acquire(q_state)
-            cute.copy(tma_q, tQg, tQs[None, q_state.index], tma_bar_ptr=pipe_q.producer_get_barrier(q_state), **q_hint)
-            q_state.advance()
+    def load_q(self, tma_q: cute.CopyAtom, tQg: cute.Tensor, tQs: cute.Tensor, pipe_q, m_block: I32, q_state):
+        """A tile's Q into its buffer once the consumers are done with the last one in it."""
+        pipe_q.producer_acquire(q_state)
+        cute.copy(tma_q, tQg, tQs[None, q_state.index], tma_bar_ptr=pipe_q.producer_get_barrier(q_state))
+        q_state.advance()
         return q_state
 
 
@@ -676,7 +560,6 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
         s2g: cute.CopyAtom,  # (a TiledCopy; with TMA_STORE the TMA store atom)
         sO: cute.Tensor,
         handoff,
-        o_free,
         sNext,
         n_tiles: I32,
         tSrQ: cute.Tensor,
@@ -704,16 +587,13 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
         m0 = m_block * self.block_m
         sk = mK.shape[0]
         offset = sk - self.queries(mQ)  # bottom-right alignment of the masks
-        tOrP = rP[1] if cutlass.const_expr(self.p_smem) else _as_operand_a(rP)
+        tOrP = _as_operand_a(rP)
         acc_O.fill(0.0)
         row_max.fill(-F32.inf)
         row_sum.fill(0.0)
         softmax = functools.partial(self.softmax, acc_S, corr, row_max, row_sum, scale_log2, tScS, m0, sk, offset, left, right)
-        o_free_tile = None  # O_IN_V: the mbarrier this tile's O stores arrive at (wait_o_stored)
-        if cutlass.const_expr(self.o_in_v):
-            o_free_tile = o_free + q_state.count % 2  # (q_state.count: this warpgroup's tiles before this one)
         tSrQ = tSrQ[None, None, None, q_state.index]  # this tile's Q buffer
-        pipe_q.consumer_wait(self.q_stage(q_state, wg))  # (O_IN_Q: this warpgroup's rows)
+        pipe_q.consumer_wait(q_state)
         next_tile = tile  # (static orders: the caller's loop knows)
         if n_blocks > 0:
             # the first (last-in-sequence) block: S and softmax; its P V goes with the next S
@@ -729,8 +609,7 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
             warpgroup.wait_group(0)
             pipe_k.consumer_release(state)
             softmax(n_block_max - 1)  # O is still zero: its first rescale (by 0) changes nothing
-            if cutlass.const_expr(not self.p_convert_next):  # (P_CONVERT_NEXT: the next block converts it)
-                self.store_p(rP, acc_S, wg)
+            self.store_p(rP, acc_S, wg)
             step = functools.partial(
                 self.key_block, pipe_k, pipe_v, mma_qk, mma_pv, tSrQ, tSrK, tOrVt, acc_O, acc_S, rP, tOrP, corr, softmax, wg, n_block_max
             )  # fmt: skip
@@ -759,8 +638,6 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
             else:
                 for it in cutlass.range(1, n_blocks, unroll=1):
                     state = step(it, state, None)
-            if cutlass.const_expr(self.p_convert_next):
-                self.convert_p(pipe_v, acc_O, acc_S, rP, corr, wg, n_blocks > 1, state)  # the last block's P
             pipe_v.consumer_wait(state)
             self.mma_turn_wait(wg)
             if cutlass.const_expr(not self.late_rescale):
@@ -775,18 +652,9 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
         else:
             if cutlass.const_expr(self.dynamic):
                 next_tile = self.take_tile(sNext, n_tiles, wg)
-        if cutlass.const_expr(self.o_last_v):
-            # O_IN_V "last_v": O goes to the stage before the next one to load (the one of this
-            # tile's last V, or of the last tile's O when this tile has no key block)
-            o_free_tile = (o_free_tile, (state.index + self.stages - 1) % self.stages)
-        # every S wgmma of this tile is complete: Q's buffer may take the next tile's (with
-        # NVFP4_OFFLOAD_FALLBACK once the epilogue, which may stage O's rows there, is done)
-        sQ_tile = None
-        if cutlass.const_expr(self.fallback):
-            sQ_tile = handoff[2][None, None, q_state.index]
-        elif cutlass.const_expr(not self.o_in_q):
-            pipe_q.consumer_release(q_state)
-            q_state.advance()
+        # every S wgmma of this tile is complete: Q's buffer may take the next tile's
+        pipe_q.consumer_release(q_state)
+        q_state.advance()
         if cutlass.const_expr(self.group):
             self.partials_epilogue(acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mma_pv, ct, m0, batch * mK.shape[2] + kv_head, split)
         elif cutlass.const_expr(self.tail_pieces):
@@ -797,21 +665,8 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
         else:
             self.epilogue(
                 acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mSink, mCodes, mScales, mGlobal, sO, handoff, mma_pv, s2g, ct, wg, m0,
-                head, batch, sQ_tile, o_free_tile,
+                head, batch,
             )  # fmt: skip
-        if cutlass.const_expr(self.fallback):
-            cute.arch.fence_proxy("async.shared", space="cta")  # this thread's uses of the buffer, before TMA writes it again
-            cute.arch.sync_warp()  # (every lane's, before its warp's arrive)
-            pipe_q.consumer_release(q_state)
-            q_state.advance()
-        if cutlass.const_expr(self.o_in_q):
-            # O_IN_Q: this warpgroup's O left through its Q rows; the storing thread (the one that
-            # issued the TMA store) frees them for the next Q once the store has read them
-            if ct % 128 == 0:
-                if cutlass.const_expr(not self.tail_pieces):  # (a piece's partials go out from registers)
-                    cute.arch.cp_async_bulk_wait_group(0, read=True)
-                pipe_q.consumer_release(self.q_stage(q_state, wg))
-            q_state.advance()
         return q_state, state, next_tile
 
 
@@ -844,9 +699,6 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
         pipe_k.consumer_wait(state)
         if cutlass.const_expr(not (self.overlap and self.v_wait_late)):
             pipe_v.consumer_wait(v_state)
-        if cutlass.const_expr(self.p_convert_next):
-            # the previous block's P, once the P V before it (of block it - 2, if any) is complete
-            self.convert_p(pipe_v, acc_O, acc_S, rP, corr, wg, it > 1, v_state)
         if cutlass.const_expr(self.overlap):
             # S(n) and O += P(n+1) V(n+1) in flight together; softmax(n) once S(n) is in.
             # O takes the correction of P(n+1)'s softmax while the S wgmma runs, or with
@@ -869,11 +721,10 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
             warpgroup.wait_group(1)
             pipe_k.consumer_release(state)
             softmax(n_block_max - 1 - it, masked)
-            if cutlass.const_expr(not self.p_convert_next):  # (P_CONVERT_NEXT: at the next block's start)
-                warpgroup.wait_group(0)
-                pipe_v.consumer_release(v_state)
-                if cutlass.const_expr(self.late_rescale):
-                    _rescale(acc_O, corr, self.conditional_rescale)
+            warpgroup.wait_group(0)
+            pipe_v.consumer_release(v_state)
+            if cutlass.const_expr(self.late_rescale):
+                _rescale(acc_O, corr, self.conditional_rescale)
         else:
             self.mma_turn_wait(wg)
             _rescale(acc_O, corr, self.conditional_rescale)
@@ -885,36 +736,13 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
             warpgroup.wait_group(0)
             pipe_k.consumer_release(state)
             softmax(n_block_max - 1 - it, masked)
-        if cutlass.const_expr(not self.p_convert_next):
-            self.store_p(rP, acc_S, wg)
+        self.store_p(rP, acc_S, wg)
         return state
 
     @cute.jit
-    def convert_p(self, pipe_v, acc_O: cute.Tensor, acc_S: cute.Tensor, rP, corr: cute.Tensor, wg: I32, pending, v_state):
-        """P_CONVERT_NEXT: the last softmax's P (acc_S, f32) into the P V operand rP, which the P V
-        in flight (when `pending`: of the block before v_state's) still reads, so after it is
-        complete; then its V stage is released and, with LATE_RESCALE, O takes the factor."""
-        warpgroup.wait_group(0)
-        if pending:
-            stage = (v_state.index + self.stages - 1) % self.stages
-            pipe_v.consumer_release(pipeline.PipelineState(self.stages, v_state.count, stage, v_state.phase))
-        if cutlass.const_expr(self.late_rescale):
-            _rescale(acc_O, corr, self.conditional_rescale)
-        self.store_p(rP, acc_S, wg)
-
-
-    @cute.jit
     def store_p(self, rP, acc_S: cute.Tensor, wg: I32):
-        """P (acc_S after the softmax) as the A operand of the next P V: in registers, or with
-        P_SMEM through this warpgroup's rows of P's shared-memory tile, visible to wgmma (the
-        async proxy) and complete for all four warps before anyone issues it."""
-        if cutlass.const_expr(self.p_smem):
-            regs, _, p_copy_tiled, thr_copy, dst = rP
-            regs.store(acc_S.load().to(self.dtype))
-            self.copy_r2s(p_copy_tiled, thr_copy, regs, dst)
-            cute.arch.fence_proxy("async.shared", space="cta")
-            cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
-        elif cutlass.const_expr(cute.size(acc_S) & (cute.size(acc_S) - 1) == 0):
+        """P (acc_S after the softmax) as the A operand of the next P V, in registers."""
+        if cutlass.const_expr(cute.size(acc_S) & (cute.size(acc_S) - 1) == 0):
             rP.store(acc_S.load().to(self.dtype))
         else:
             # 8 values at a time: a whole-fragment conversion of BLOCK_N / 2 values that is not a

@@ -26,7 +26,6 @@ REGISTER_FILE = 65536  # 32-bit registers of an SM, one CTA an SM
 # setmaxnreg.inc that asks for more waits forever
 QUANTIZER_REGS = 32  # NVFP4_OFFLOAD: at least this many for the producer warpgroup (it quantizes)
 EPILOGUE_BARRIER = 1  # named barriers 1.. : one per consumer warpgroup (its O rows in shared memory)
-V_FREE_BARRIER = 4  # O_IN_V: every consumer warpgroup's last P V of the tile is complete (V's ring may take O)
 TURN_BARRIER = 5  # named barriers 5, 6 (, 7): PINGPONG's turns, one per consumer
 # ORDER "dynamic": named barriers 8 + 2 wg (the next tile's index is in shared memory: producer
 # -> consumer warpgroup wg) and 9 + 2 wg (wg has read it: wg -> producer), one pair per consumer

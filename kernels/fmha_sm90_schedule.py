@@ -11,20 +11,12 @@ from __future__ import annotations
 
 import cutlass
 import cutlass.cute as cute
-import cutlass.pipeline as pipeline
 
 from kernels.fmha_sm90_parts import HANDOVER_THREADS, I32, TILE_EMPTY_BARRIER, TILE_FULL_BARRIER, TURN_BARRIER
 
 
 class Sm90Scheduling:
     """The scheduling methods of `_FmhaSm90` (they read its compile-time fields)."""
-
-    def q_stage(self, q_state, wg: I32):
-        """The Q pipeline's state for this consumer warpgroup's tile: q_state itself, or with
-        O_IN_Q (a stage a warpgroup, each taken once a tile) its own stage at the tile's phase."""
-        if not self.o_in_q:
-            return q_state
-        return pipeline.PipelineState(self.q_pipe_stages, q_state.count, wg, q_state.phase)
 
 
     @cute.jit

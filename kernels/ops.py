@@ -520,7 +520,7 @@ def _bf16_call_differs(q, b, sq, sk, hq, hkv, has_sink, left, right, path, exp2_
     _, config = _wgmma_config(q.shape[3], sk, left, right, path, False, arch)
     if config is None or nvfp4_config is None:
         return False  # (the mma_sync path: one build whatever the output)
-    if config[:2] != nvfp4_config[:2]:
+    if config.tile != nvfp4_config.tile:
         return True
     return bool(config.tail_split) and fmha_sm90.tail_splits(config, b, sq, sk, hq, has_sink) > 1
 
