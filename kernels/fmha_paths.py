@@ -39,6 +39,7 @@ def compile_attention(
     out_format: str = "bf16",
     group: int | None = None,
     wide_keys: bool = False,
+    config=None,
 ):
     """The compiled FMHA forward for one configuration; works without a GPU for any arch.
 
@@ -51,6 +52,8 @@ def compile_attention(
     docstring; `resolve_path`); "decode_wgmma" also needs `group` = Hq / Hkv (its tiles pack
     that many q heads, a compile-time constant).
     `out_format`: "nvfp4" builds the NVFP4 epilogue (mma_sync, wgmma); anything else the plain store.
+    `config`: the wgmma build's `fmha_sm90_config.Config`, computed once by the caller (None:
+    `fmha_sm90.config_for` of the knobs' current values).
     """
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}, not {dtype!r}")
@@ -74,7 +77,7 @@ def compile_attention(
             raise ValueError("path='decode_wgmma' needs group= (Hq / Hkv)")
         return fmha_sm90.compile_packed_split(dtype, head_dim, group, left >= 0, right >= 0, bool(sink), arch, options)
     if resolved == "wgmma":
-        return fmha_sm90.compile_kernel(dtype, head_dim, left >= 0, right >= 0, bool(sink), arch, options, nvfp4_out, wide_keys)
+        return fmha_sm90.compile_kernel(dtype, head_dim, left >= 0, right >= 0, bool(sink), arch, options, nvfp4_out, wide_keys, config)
     return fmha_sm80._compile(dtype, head_dim, left >= 0, right >= 0, bool(sink), arch, cols, impl if cols else "magic", options, nvfp4_out)
 
 

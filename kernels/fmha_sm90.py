@@ -556,13 +556,16 @@ def sm_count() -> int:
 
 def compile_kernel(
     dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, arch: str = "sm_90a", options: str = "", nvfp4_out: bool = False,
-    wide_keys: bool = False,
+    wide_keys: bool = False, config: Config | None = None,
 ):  # fmt: skip
-    """The compiled kernel for one configuration and the knobs' current values (no GPU needed;
-    `wide_keys`: the build for calls with many keys, `wide_keys()`)."""
+    """The compiled kernel for one configuration (no GPU needed). `config`: the build's Config,
+    as the caller's plan computed it once for the shape class (`kernels.ops`), or another value
+    for a sweep; None: `config_for` with the knobs' current values (`wide_keys`: the build for
+    calls with many keys, `wide_keys()`)."""
     if arch not in ARCHS:
         raise ValueError(f"the wgmma path targets {ARCHS}, not {arch!r}")
-    config = config_for(head_dim, has_left, has_right, nvfp4_out, wide_keys)
+    if config is None:
+        config = config_for(head_dim, has_left, has_right, nvfp4_out, wide_keys)
     return _compile(dtype, head_dim, has_left, has_right, has_sink, arch, options, nvfp4_out, config)
 
 

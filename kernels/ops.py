@@ -316,7 +316,7 @@ def _attention_launch(q, sk, has_sink, left, right, path, exp2_on_fma, exp2_impl
         key,
         lambda: fmha_paths.compile_attention(
             ATTENTION_DTYPES[q.dtype], d, False, (left, right), has_sink, arch, exp2_on_fma, exp2_impl,
-            options=nvfp4_kernels.TVM_FFI_OPTION, path=path, out_format=out_format, wide_keys=wide_keys,
+            options=nvfp4_kernels.TVM_FFI_OPTION, path=path, out_format=out_format, wide_keys=wide_keys, config=config,
         ),
     ), counted, config  # fmt: skip
 
