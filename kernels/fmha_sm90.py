@@ -64,22 +64,15 @@ from kernels.fmha_sm90_softmax import SCORE_COLUMNS_CHECK_ALL  # noqa: F401
 from kernels.fmha_sm90_split import _PackedSplitSm90
 
 # --- tuning knobs ---------------------------------------------------------------
-# (query rows per CTA, keys per K/V tile) by head dim and whether a diagonal (causal/window)
-# is crossed; 64 query rows per consumer warpgroup. FA3 (hopper/tile_size.h) and FA4's sm90
-# path take 192 x 128 for D=64 (three consumers) and FA3 128 x 176 for D=128 without a mask.
-# 192 x 128 at D=64 fits 160 registers a consumer when persistent (ptxas: 8 bytes of spills
-# outside the key loop; 84 with a causal mask; one CTA per tile 240 / 644 bytes) and, with
-# PINGPONG, measured 419-446 against 411-421 TFLOP/s for 128 x 128 at 4x16x4096x64
-# (bench/h200/fmha_prefill/run1-4); with a causal mask it did not pay then, spilling (354 against
-# 358 at 4x16x4096, 297 against 320 at 16x8x2048, both persistent, snake order: run2). D=128: 128 x
-# 160 (no spills) and 128 x 176 (40 bytes) lost to 128 x 128 (run2 of this and of fmha_peers),
-# both built then with a warpgroup.arrive before every P V wgmma (ptxas C7519: P's conversion,
-# now in pairs, see store_p); 128 x 176 does not fit shared memory beside O's own buffer
-# (config_for refuses it), 128 x 160 compiles clean now and is the fmha_peers variant d128_160:
-# it loses 1-6% (bench/h200/fmha_sched/s8, c3: 688 / 696, 706 / 715, 530-533 / 565-568). D=64
-# causal takes FA3's 192 x 128 since MASK_RELATIVE lets it compile with two key loops and P in
-# registers without spills (s8, c2, two passes, against 128 x 128: 4x16x4096 causal 413-415 /
-# 395, 16x8x2048 causal 352-353 / 344-345; with STMATRIX 417-422 and 355, c4).
+# Each knob is a value or a dict {(head_dim, crosses a diagonal): value} (like TILES); config_for
+# turns them into one Config per shape class. The measurements behind each choice are in
+# bench/RESULTS.md (the FMHA sections, by session); what a choice is for is said here.
+#
+# (query rows per CTA, keys per K/V tile), 64 query rows per consumer warpgroup. D=64 takes FA3's
+# and FA4's 192 x 128 (three consumers: more MMA per K/V byte); it fits 160 registers a consumer,
+# and with a diagonal only because MASK_RELATIVE and two key loops keep P in registers without
+# spills. D=128 keeps 128 x 128: 128 x 160 loses a little, and FA3's 128 x 176 does not fit shared
+# memory beside O's own buffer (config_for refuses it); calls with many keys take WIDE_KEY_TILES.
 TILES = {
     (64, False): (192, 128),
     (64, True): (192, 128),
@@ -89,104 +82,56 @@ TILES = {
 TILE_OVERRIDE = None  # (BLOCK_M, BLOCK_N) for every configuration: the knob sweep's
 # the tile of calls with at least WIDE_KEYS_MIN keys and no mask, where it differs from TILES:
 # {head_dim: (BLOCK_M, BLOCK_N)}. A wider key block spreads a block's fixed softmax work (the
-# row maxima and sums, O's rescale, the wgmma waits) over more keys, and wastes little of the
-# last block once the keys are many (Sk = 8192 in blocks of 192: 0.8%; 4096: 3%). Beside two
-# 48 KB K/V stages only one Q buffer and no O buffer fit: it takes O_DIRECT, whatever that says.
-# Alone, {128: (128, 192)} and (128, 176) tie with TILES' 128 x 128 (H200, s15/b, two passes:
-# 2x16x8192x128 713.7-719.6 and 716.9-721.9 against 722.5-723.1, 1x32x16384x128 684.8-692.1 and
-# 676.8-677.0 against 685.5-694.3; s16/v: 192 720.6 / 717-719 at 8192, 684.5 / 681-682 at 16384),
-# although 192's loop issues 11% fewer instructions a key than 128's; with the scheduler barrier
-# (WIDE_KEY_PINGPONG, below) 192 is ahead at 8192 keys (s18/r, the peers' run with it on:
-# 2x16x8192x128 731.2 against FA3's 740.6, 0.987 where 128 x 128 is 0.974; 1x32x16384 0.998);
-# from 4096 keys it loses (s18/c: 4x16x4096x128 701.5, 700.3 against 709.9, 708.1; 176 687-688).
-# The NVFP4 output keeps 128 x 128 (its epilogue needs O's buffer, which does not fit beside
-# 192's K/V stages); where the bf16 call takes the wide tile, ops gives the NVFP4 output as
-# quantize() of that call's output (two kernels, the promised bits: s18/r found the fused build
-# differing at 2x16x8192x128 before ops did so), which s18/r also timed faster than the fused
-# 128 x 128 build there (1.538 against 1.576 ms). On since session 19: s19/a, one process, two
-# passes, TFLOP/s, against 128 x 128 (no_wide): 2x16x8192x128 728.0, 724.9 / 709.0, 714.2;
-# 1x32x16384x128 697.0, 697.2 / 675.0, 682.2; the peers' rows of that run 0.979 and 0.981 (FA3).
-# With a diagonal it loses (s19/d, O_DIRECT, with and without the barrier: 4x16x4096x128 causal
-# 617-623 / 658-661, 2x16x8192 causal 673-677 / 698-703, the sink 673-679 / 690-697).
+# row maxima and sums, O's rescale, the wgmma waits) over more keys and wastes little of the last
+# block once the keys are many (Sk = 8192 in blocks of 192: 0.8%; 4096: 3%, and there it loses).
+# Beside two 48 KB K/V stages only one Q buffer and no O buffer fit, so the build stores O from
+# registers (Config.o_direct). It pays only with the scheduler barrier (WIDE_KEY_PINGPONG), about
+# 2-3% at 8192 and 16384 keys; with a diagonal it loses. The NVFP4 output keeps 128 x 128 (its
+# epilogue needs O's buffer): where the bf16 call takes the wide tile, ops gives the NVFP4 output
+# as quantize() of that call's output, the promised bits (and faster than the fused 128 x 128).
 WIDE_KEY_TILES = {128: (128, 192)}
 WIDE_KEYS_MIN = 8192
 # the wide-key build's scheduler barrier (PINGPONG's, for that build alone; None: PINGPONG's
-# value). ncu (s18/n, 2x16x8192x128): the 192-wide build issues 9% fewer instructions than the
-# 128-wide one but waits longer for each (6.27 cycles an issue against 5.80), most of it at the
-# S wgmma's wait, behind the other consumer's wgmmas; taking turns (FA3 does at 128 x 176) gives
-# 192 what its instructions save (s18/b, two passes, against now's 128 x 128: 2x16x8192x128
-# 727.6, 725.4 / 715.7, 714.6; 1x32x16384 710.8, 697.1 / 689.0, 689.1; again in s18/c: 736.4,
-# 736.2 / 725.8, 723.5 and 690.8, 690.4 / 695.4, 689.3; the Sq=128 decode row with 32768 keys and
-# Sq=64 with 8192 even) while the 128-wide build loses with it (712.5, 677.0), as O_DIRECT's
-# 128-wide build does (682.1, 642.9 against 687.2, 651.5 without)
+# value). The 192-wide build issues fewer instructions a key than the 128-wide one but waits
+# longer at each S wgmma, behind the other consumer's wgmmas; taking turns (as FA3 does at
+# 128 x 176) gives it what its instructions save, where the 128-wide build loses with it.
 WIDE_KEY_PINGPONG = True
-# the NVFP4 output's tile where it differs from TILES: its epilogue quantizes from O's own
-# buffer (no TMA_STORE, so no O_IN_V), beside which a tile needing O_IN_V does not fit
+# the NVFP4 output's tile where it differs from TILES: its epilogue quantizes from O's own buffer
 NVFP4_TILES = {}
-# K/V shared-memory ring depth (D=128: Q 32 KB + O 32 KB + 2 x (K 32 KB + V 32 KB)); an int or a
-# dict like TILES. D=64 has room for 3: within +-1% of 2 (bench/h200/fmha_sched/run9)
+# K/V shared-memory ring depth (D=128: Q 32 KB + O 32 KB + 2 x (K 32 KB + V 32 KB)). Two stages
+# hide the loads; D=64 has room for 3 and it measured within the noise of 2.
 STAGES = 2
 # Q's shared-memory buffers: 1, a persistent CTA's next Q loads once every S wgmma of the current
 # tile is complete, and the consumers may wait for it at the next tile's start; 2, it loads as
-# soon as the producer has the next tile (D=128: 225 KB of shared memory with O's buffer and two
-# K/V stages; config_for keeps one where two do not fit). An int or a dict like TILES. H200 (bench/h200/fmha_sched/s9/q2, two passes, TFLOP/s,
-# 2 against 1): 8x32x1024x128 588-590 / 563-566, 16x8x2048x64 causal 392-393 / 381, 4x16x4096
-# D=64 531 / 523, causal 465 / 457, D=128 702 / 695-696, causal 649-651 / 640, 2x16x8192 causal
-# 689-692 / 684, window 519-521 / 508-510, sink 689-692 / 685-687; 1x32x16384 within the noise.
+# soon as the producer has the next tile (D=128: 225 KB with O's buffer and two K/V stages;
+# config_for keeps one where two do not fit). 2 is 1-4% faster on most rows, never slower.
 Q_STAGES = 2
 # FA3's intra-warpgroup overlap: S(n) = Q K(n)^T and O += P(n+1) V(n+1) are issued together
 # and the softmax of S(n) runs while the P V wgmma does; False: the softmax waits for both
 INTRA_WG_OVERLAP = True
 # FA3's scheduler barrier between the consumers: named barriers let one warpgroup issue its
-# wgmmas while the others run their softmax, in a fixed rotation (two or three consumers);
-# a bool, or a dict {(head_dim, crosses a diagonal): bool} like TILES. With three consumers
-# (D=64, 192 x 128) it measured 446 against 433 without (run1; 419-441 with it in run2-3:
-# within the noise, kept as FA3 does); with two (128 x 128) within +-2% in an earlier run
-# (RESULTS.md), and at D=128 causal with SECTION_BYTES even again (s9/sec2: 638 / 639, 683 /
-# 684). D=64 causal (192 x 128) with SECTION_BYTES: 457-459 against 452-453, 16x8x2048 378 / 372-373.
-# At D=128 without a mask (s12/h, against off): 4x16x4096 686-691 / 689-691, 2x16x8192 693-695 /
-# 698, 1x32x16384 649-656 / 652-662, 8x32x1024 599 / 593-595, Sq=128 decode 624 / 617-619: off.
-# FA3's whole order at D=128 (the barrier, V_WAIT_LATE and LATE_RESCALE together, as its mainloop
-# has them) loses too (s19/d, two passes, against three): 4x16x4096x128 687.3-688.0 / 702.7-703.8,
-# 8x32x1024 596.8-598.5 / 604.1-607.8; with a diagonal (the barrier and V_WAIT_LATE; LATE_RESCALE is
-# on there) 4x16x4096 causal 649.4-649.9 / 656.1-656.4, 2x16x8192 causal 687.7-688.0 / 695.3-695.7
-# (s19/c), the barrier alone 650.0 / 687.2.
+# wgmmas while the others run their softmax, in a fixed rotation. It pays with three consumers
+# (D=64, 192 x 128) as FA3 has it; with two (D=128, 128 x 128) it is even or slower, also as part
+# of FA3's whole order (with V_WAIT_LATE and LATE_RESCALE), so D=128 runs without it.
 PINGPONG = {(64, False): True, (64, True): True, (128, False): False, (128, True): False}
-# one CTA per SM walks the tiles (FA3's persistent scheduling, static order): the producer
-# loads the next tile's K/V (and Q, which has a buffer apart from O's) while the consumers
-# finish the current tile. The S fill before a tile's first S wgmma keeps ptxas from
-# serializing the wgmmas in the loop (C7512, 0.72x at D=128 before it). Measured on the H200
-# against one CTA per tile (bench/h200/fmha_prefill/run1-4, TFLOP/s): D=128 without a mask
-# 632-692 against 558-659 (4x16x4096, 2x16x8192), 518-573 against 466-502 (8x32x1024); with
-# a diagonal, in the snake ORDER: D=64 16x8x2048 causal 315-321 against 300-304, 4x16x4096
-# causal 351-354 against 358-360; D=128 loses: run4 (one run, against one CTA per tile)
-# 4x16x4096 causal 517 / 529, 2x16x8192 causal 548 / 566, 1x32x16384 causal 604 / 618, sink
-# 545 / 591, window 448 / 440 (run2: 486 / 442), so D=128 with a diagonal kept one CTA per
-# tile until the dynamic ORDER: with it (bench/h200/fmha_sched/run1, two passes, TFLOP/s,
-# against one CTA per tile) 4x16x4096 causal 600-602 / 576, 2x16x8192 causal 651 / 634-637,
-# window 469-471 / 433-434, sink 648-649 / 638-640, 1x32x16384 causal 657-666 / 655-658; D=64
-# causal (against snake) 397-400 / 379-380 and 347-349 / 338-340. Without a diagonal the
-# dynamic order loses 1-2% at D=128 (684 / 699), so those keep the snake. True: always;
-# False: one CTA per tile; or a dict {(head_dim, crosses a diagonal): bool} like TILES.
+# one CTA per SM walks the tiles (FA3's persistent scheduling): the producer loads the next
+# tile's K/V (and Q, which has a buffer apart from O's) while the consumers finish the current
+# tile, and the grid has no tail of CTA launches. The S fill before a tile's first S wgmma keeps
+# ptxas from serializing the wgmmas in the loop (C7512). With a diagonal it pays only with the
+# dynamic ORDER, which balances the causal tiles. True: always; False: one CTA per tile.
 PERSISTENT = {(64, False): True, (64, True): True, (128, False): True, (128, True): True}
 # with INTRA_WG_OVERLAP, when O takes the softmax's correction factor: False, just before the
 # P V wgmma that adds the block (between the S and the P V issue, inside PINGPONG's turn); True,
 # as FA3 and FA4 do, right after the softmax that computed it, once the previous P V is complete
-# (the multiplies then run beside the softmax's exp2s, and a turn only issues wgmmas). O is
-# zero after a tile's first block, so that block's factor is never applied. A bool or a dict
-# like TILES. H200 (bench/h200/fmha_sched/run14-15, TFLOP/s, two passes, against False): D=128
-# causal 4x16x4096 606-607 / 601, 2x16x8192 653-655 / 647-648, 1x32x16384 671-678 / 657-666,
-# window 492-494 / 483-486, sink 658-659 / 649; D=64 465-467 / 460-463, causal even; D=128
-# without a mask -2% (674-675 / 690 in run14: False there; ptxas: with a causal mask False
-# spilled 76 bytes, True none). The packed split-KV kernel (compile_packed_split) keeps False.
+# (the multiplies then run beside the softmax's exp2s, and a turn only issues wgmmas). O is zero
+# after a tile's first block, so that block's factor is never applied. True pays at D=64 and with
+# a diagonal (where False also spills); D=128 without a mask is 2% faster with False. The packed
+# split-KV kernel (compile_packed_split) keeps False.
 LATE_RESCALE = {(64, False): True, (64, True): True, (128, False): False, (128, True): True}
 # the softmax's exp2s in column order across the thread's rows (FA4's schedule in SASS), four
-# partial maxima and two partial sums a row; False: one row after the other. A bool or a dict
-# like TILES. ptxas 13.0: no spills at D=64 (192 x 128: 8 bytes, against 12) and D=128 causal;
-# D=128 without a mask 60 bytes. H200 (bench/h200/fmha_sched/run17, TFLOP/s, two passes, against
-# False): 4x16x4096x64 491-493 / 471 (+4.5%), causal 395 / 394-395, 16x8x2048x64 causal 343 /
-# 341 (at 128 x 128); D=128 with a diagonal -0.5..2% (causal 610 / 615, window 493-494 / 498, sink
-# 656-657 / 662). D=64 causal at 192 x 128 was timed without it (s8 c2/c4), so it stays off there.
+# partial maxima and two partial sums a row; False: one row after the other. It pays at D=64
+# without a mask (+4.5%); at D=128 it spills or loses a little, and D=64 causal at 192 x 128 was
+# tuned without it.
 SOFTMAX_INTERLEAVED = {(64, False): True, (64, True): False, (128, False): False, (128, True): False}
 # O's rescale skipped while the row maxima stay (FA4's conditional rescale): a row keeps its old
 # maximum as the exponent's reference while the block's maximum exceeds it by at most this much
@@ -195,89 +140,53 @@ SOFTMAX_INTERLEAVED = {(64, False): True, (64, True): False, (128, False): False
 # 2^RESCALE_THRESHOLD before its normalization by the row sum, which uses the same reference.
 # None: every block rescales (no vote); 0.0 skips only where no row's maximum grew (not quite
 # None's bits: there an unchanged maximum's factor is exp2 of an FFMA's rounding residual, here
-# exactly 1); FA4 takes 8.0 for 16-bit inputs. A value or a dict like TILES. H200
-# (bench/h200/fmha_sched/s12, TFLOP/s, passes of several calls, against None): 8.0 at D=64 without
-# a mask 535-540 / 525-530, with D=128's scheduler barrier 4x16x4096x128 692-695 / 688-692,
-# 2x16x8192 703-706 / 697-699, 1x32x16384 670-677 / 652-677, causal even; 0.0 loses 1-3% (the vote, and a
-# warp skips only when none of its 16 maxima grew). But 8.0 is less accurate: against float64
-# (s12/g, 2048 keys, D=128, four seeds) max error 7.6e-4..1.7e-3 against 5.9e-4..1.0e-3 (FA3's
-# and FA4's are None's), mean +4%: with a stale reference a row's largest P is no longer exactly 1
-# and rounds in bf16 like the others. So off: the issue's bound is the peers' error.
+# exactly 1); FA4 takes 8.0 for 16-bit inputs. 8.0 is 0.5-1.5% faster but less accurate: with a
+# stale reference a row's largest P is no longer exactly 1 and rounds in bf16 like the others,
+# and the error against float64 then exceeds FA3's and FA4's (the bound this kernel keeps). Off.
 RESCALE_THRESHOLD = None
 # the row maximum's -inf guard (a row with nothing yet subtracts 0, not -inf) in the softmax of
 # a block that no mask touches; False: there the maximum is taken as finite, as FA3's unmasked
 # steps do (Check_inf only with a mask). The same bits for finite inputs: every score of such a
 # block is a finite product, so its row maximum is finite; with infinite inputs the output is
-# NaN either way. A bool or a dict like TILES. Off, ptxas places fewer exp2s before the P V wait
-# (128 x 128: 7 of 66 instead of 17; causal's hot loop 4 instead of 7) and it is slower
-# everywhere (H200, s20/g, three passes, TFLOP/s, off against on): 4x16x4096x128 700.0-703.0 /
-# 706.7-709.1, 8x32x1024 618.1-623.4 / 627.8-629.9, causal 4096 661.5-663.5 / 664.0-666.0,
-# causal 8192 701.2-702.7 / 704.6-705.7, sink 701.3-703.0 / 704.8-705.5, 2x16x8192 (the wide
-# build) 705.3-709.3 / 725.7-728.4; bit-identical (test_gpu_unmasked_inf_guard_keeps_the_bits).
+# NaN either way. Without it ptxas places fewer exp2s before the P V wait, and it is slower.
 UNMASKED_INF_GUARD = True
 # the element mask: False, each value's column index against the row's limits (a column index
 # per value, which LLVM hoists out of the key loop: registers held across it); True, the row's
 # limits relative to its first column against each value's offset from it, a constant while
-# tracing (`score_columns`; one compare and select per value). ptxas 13.0 with True: D=64 causal
-# 2728 SASS instructions against 2920, D=64 192 x 128 causal with two key loops and D=128 causal
-# with two key loops compile without spills or serialized wgmmas (False: 880 bytes and C7512;
-# C7512). H200 (bench/h200/fmha_sched/s8, c1, two passes, TFLOP/s, against False): D=128 causal
-# 612-614 / 608-611, 2x16x8192 causal 662 / 660, window 496-497 / 494-495, sink 664-665 / 661,
-# D=64 causal even; and it is what lets D=64 causal take 192 x 128. A bool or a dict like TILES.
-# Only where a diagonal is crossed: at D=128 without one (where just the key tail is masked) it
-# made ptxas spill 60 bytes (none with False) and lost 3% (677 / 697, s8 f1 against c3).
+# tracing (`score_columns`; one compare and select per value). With a diagonal True is what lets
+# D=64 causal (192 x 128) and D=128 causal (two key loops) compile without spills or serialized
+# wgmmas (C7512). Without one (only the key tail is masked) it made ptxas spill and lost 3%.
 MASK_RELATIVE = {(64, False): False, (64, True): True, (128, False): False, (128, True): True}
-# registers -> shared memory for O in the epilogue (and P with P_SMEM) by `stmatrix` (FA3's and
-# CUTLASS's epilogue store; 8 instructions a thread for a 64 x 128 O tile instead of 32 stores).
-# A bool or a dict like TILES. H200 (bench/h200/fmha_sched/s8, c3-c4, two passes, TFLOP/s, against
-# False): 4x16x4096x64 508-511 / 491-493, D=64 causal (192 x 128) 417-422 / 410-413 and 355 / 351;
-# D=128 loses 0.5-2% (689-690 / 695-697, 706-712 / 714, 556-562 / 565-568, causal 610 / 612-614,
-# window 485-489 / 493-499).
-STMATRIX = {(64, False): True, (64, True): True, (128, False): False, (128, True): True}  # ((128, True): s19, with TMA_STORE)
+# registers -> shared memory for O in the epilogue by `stmatrix` (FA3's and CUTLASS's epilogue
+# store; 8 instructions a thread for a 64 x 128 O tile instead of 32 stores). It pays at D=64
+# and, with TMA_STORE, at D=128 with a diagonal; at D=128 without one it loses 0.5-2%.
+STMATRIX = {(64, False): True, (64, True): True, (128, False): False, (128, True): True}
 # O from shared memory to global by one TMA store a warpgroup (FA3's epilogue), issued by one
 # thread, the next tile's epilogue waiting only for the store's reads of shared memory, instead
 # of every thread loading 16 bytes at a time from shared memory and storing them; O's buffer is
 # then one 64-row stage a warpgroup. Not with the NVFP4 output (it quantizes from shared memory).
-# A bool or a dict like TILES. H200 (s8, c3-c4, two passes, TFLOP/s): with STMATRIX at D=64
-# 512-516 against 508-511 without, D=64 causal even (417-419 / 417-422, 355 / 355); D=128 loses
-# 1-2% except 8x32x1024 (572-575 / 565-568). With two Q buffers (s9/r2, r3, against off): D=128
-# without a mask 706 / 703, 717-718 / 716, 8x32x1024 608-619 / 596-606, 1x32x16384 even, the
-# Sq=128 decode row 630 / 628-631; with a diagonal still -1% (causal 650-651 / 657-658): on
-# without one. (The scheduler barrier beside it at D=128 without a mask: 8x32x1024 +0.7%,
-# 1x32x16384 -1%; not kept, tma128_pp in r3.) With a diagonal again in session 19, with STMATRIX
-# (s19/e, f, g, three machines, against now on each): 4x16x4096 causal 651.5-656.4 / 651.8-655.1,
-# 669.0-671.8 / 668.1-670.4; 2x16x8192 causal 690.5-693.9 / 690.2-692.3, 714.7-715.7 / 712.9-714.3;
-# the sink 690.1-695.4 / 683.4-687.8, 714.6-714.7 / 706.2-706.6; the window 527.3-530.8 /
-# 523.5-524.8 (g): +1% on the window and the sink, even on causal (TMA_STORE alone: -0.5%, e). On
-# (with STMATRIX) since session 19.
+# With two Q buffers it pays everywhere (with STMATRIX where a diagonal is crossed).
 TMA_STORE = {(64, False): True, (64, True): True, (128, False): True, (128, True): True}
 # the producer's load order: False, a tile's Q, then K and V of each key block in turn; True,
 # FA3's order with its intra-warpgroup overlap (hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp): the
 # tile's first K, then Q, then K of each block before the V of the block before it, the order in
 # which the consumers need them (S(n) comes before P(n + 1) V(n + 1)), so a K load never waits
-# behind a V slot that frees only when a P V wgmma completes. A bool or a dict like TILES. H200
-# (bench/h200/fmha_sched/s9/ka2, two passes, TFLOP/s, against False): 8x32x1024x128 570 / 560-565,
-# window 505-507 / 502-503, the other rows even (4x16x4096x128 686-687 / 688-689).
+# behind a V slot that frees only when a P V wgmma completes. Even or faster (short tiles +2%).
 K_AHEAD = True
 # with INTRA_WG_OVERLAP, where a consumer waits for the V of the block visited before: False,
 # with its K, before the S wgmma; True, between the S and the P V wgmma issues (FA3, whose
-# producer loads that V after the K: K_AHEAD). A bool or a dict like TILES. H200 (s9/ka2, against
-# False, with K_AHEAD): 4x16x4096x64 527-528 / 518-519; D=128 without a mask loses 9-12% (624-626
-# / 686-687; 8x32x1024 544-546 / 570), D=128 causal +1% but sink -1% (s9/ka, ka2): D=64 unmasked only.
+# producer loads that V after the K: K_AHEAD). It pays at D=64 without a mask; at D=128 without
+# one it loses 9-12% (the P V issue waits inside the turn), with a diagonal it is even.
 V_WAIT_LATE = {(64, False): True, (64, True): False, (128, False): False, (128, True): False}
 # K and V shared by a cluster of CLUSTER CTAs (FA3's ClusterM = 2, taken for head dims
 # >= 128 without a causal/window mask: hopper/flash_fwd_launch_template.h): the CTAs of a
 # cluster take adjacent query tiles of one head, each loads 1/CLUSTER of every K and V tile and
 # the TMA multicasts it into every CTA of the cluster, so each K/V tile crosses from L2 once per
-# cluster and a stage is reused once every cluster CTA's consumers have released it. 1 or 2,
-# or a dict like TILES; only where no diagonal is crossed (the cluster's tiles must visit the
-# same key blocks: with a diagonal it stays 1). A launch whose query tiles a head do not divide
-# by it takes the one-CTA build, compiled into the same host function (_FmhaSm90.__call__).
-# H200 (bench/h200/fmha_sched/s10/c1, two passes, TFLOP/s, 2 against 1): 4x16x4096x128 682-685 /
-# 700-702, 2x16x8192x128 691-694 / 711-712, 8x32x1024x128 599-600 / 604-609, 1x32x16384x128
-# 678-686 / 678-698, 4x16x4096x64 530-535 / 535-537: the pair's CTAs wait for each other's
-# consumers before a stage is reloaded, and the loads were not the limit (ncu at D=128 causal,
-# fmha_sched/ncu1: L2 at 39% of its peak). Off.
+# cluster and a stage is reused once every cluster CTA's consumers have released it. 1 or 2;
+# only where no diagonal is crossed (the cluster's tiles must visit the same key blocks). A
+# launch whose query tiles a head do not divide by it takes the one-CTA build, compiled into
+# the same host function (_FmhaSm90.__call__). Off: 1-2.5% slower, the pair's CTAs wait for each
+# other's consumers before a stage is reloaded, and the loads were not the limit (L2 at 39%).
 CLUSTER = 1
 # the last partial round of a persistent launch split along the keys (stream-K for the tail):
 # with n_tiles = k * ctas + R (0 < R), the R tiles after the k full rounds are each cut into
@@ -286,16 +195,12 @@ CLUSTER = 1
 # scratch, and a combine kernel launched after them merges them into O and LSE. The pieces run
 # in a launch of their own (the same kernel built with the piece code, one piece a CTA) after
 # the main kernel, which takes only the k full rounds and is the plain build: with the pieces
-# in the persistent kernel itself (session 12's design) every tile ran 6-14% slower at D=128 before
-# any piece was cut (bench/h200/fmha_sched/s13/a, c: 4x16x4096x128 657-661 against 707-712
-# TFLOP/s, no piece planned there). The other tiles are computed as before (the same bits).
-# Without it the R tiles take a whole tile time while ctas - R SMs idle. The split count is
-# the host's (`tail_splits`, from the shape); 1 keeps the plain schedule (the main kernel
-# alone). Only the static orders without a diagonal, a sink, a cluster, O_IN_V or the NVFP4
-# output (config_for). A bool or a dict like TILES. H200 (s13/e, two passes, TFLOP/s, on
-# against off): 1x32x16384x128 (4 tiles left on 132 SMs, 32 pieces) 688.0-688.3 / 668.8-669.7
-# (+2.8%); 2x16x8192x128 and 4x16x4096x128 (the plan: one piece) even; with the plan's fixed
-# cost at 0, 8192 in 4 pieces 727-729 / 721-726 (even).
+# in the persistent kernel itself every tile ran slower before any piece was cut. The other
+# tiles are computed as before (the same bits). Without it the R tiles take a whole tile time
+# while ctas - R SMs idle. The split count is the host's (`tail_splits`, from the shape); 1
+# keeps the plain schedule (the main kernel alone). Only the static orders without a diagonal,
+# a sink, a cluster or the NVFP4 output (config_for). It gains 2.8% where a long tile and a
+# short last round meet (1x32x16384x128: 4 tiles left on 132 SMs), and leaves the rest as they were.
 TAIL_SPLIT = True
 TAIL_SPLIT_MAX = 64  # pieces a tail tile at most
 TAIL_PIECE_COST = 1.0  # a piece's fixed cost (Q load, first S, epilogue) in key blocks, for tail_splits
@@ -314,11 +219,8 @@ TAIL_COMBINE_PDL = True
 # producer has issued its last load: the pieces wait for the slowest CTA's last tile)
 TAIL_PIECES_TRIGGER = "start"
 # the tail split's fixed cost in block-times (the pieces' launch, the combine, the SMs idle until
-# the pieces start), for tail_splits. H200: with the "last_load" trigger (s13/d) 1x32x16384x128's
-# 32 pieces saved 1.2-1.6% where the model without it says 2.9% (a tail of ~70 block-times, not
-# 7.5), 2x16x8192x128's 4 pieces lost 0.8%: ~60; with "start" (s13/e) 16384 saved 2.8% (~4) and
-# 8192's 4 pieces were even (the model: 8.7 of 64 saved). 8: 16384 splits, 8192 (60.3 + 8
-# against 64) and 4096 do not
+# the pieces start), for tail_splits: fitted to the measured gains with the "start" trigger (a
+# 32-piece split of 128 blocks pays, a 4-piece split of 64 blocks does not)
 TAIL_LAUNCH_COST = 8.0
 # the NVFP4 output (nvfp4_out) quantized by two idle warps of the producer warpgroup instead of
 # the consumers: each consumer warpgroup puts its normalized O rows (bf16/fp16) in its rows of
@@ -326,57 +228,37 @@ TAIL_LAUNCH_COST = 8.0
 # beside them in shared memory) and goes on to its next tile, while the two warps quantize them
 # (one row a thread, `store_nvfp4`) and give the rows back. The quantization is ~1000
 # instructions a consumer thread a tile at D=128 that nothing overlapped (the epilogue issues
-# about one instruction a cycle: RESULTS.md, "Where the fused epilogue's time went"); in the
-# producer's warps it runs in the cycles the consumers leave idle. The producer warpgroup then
-# keeps at least QUANTIZER_REGS (D=128: 40, the consumers 232 instead of 240; D=64: 32, the
-# consumers keep 160; ptxas 13.0: the consumers spill nothing, the quantizing warps 56-80 bytes).
-# A bool or a dict like TILES. H200 (bench/h200/fmha_sched/s10/c3, two passes, fused / bf16, on
-# against off): 2x16x8192x128 1.028, 1.025 / 1.046, 1.045; with a diagonal it loses, the short
-# tiles of the causal tail outrunning two warps' quantizing (4x16x4096x128 causal 1.107 / 1.078,
-# 8x16x2048x64 causal 1.149-1.153 / 1.056-1.059): on without a diagonal at D=128 only.
+# about one instruction a cycle); in the producer's warps it runs in the cycles the consumers
+# leave idle. The producer warpgroup then keeps at least QUANTIZER_REGS (D=128: 40, the
+# consumers 232 instead of 240; D=64: 32, the consumers keep 160). It pays without a diagonal at
+# D=128; with a diagonal the short tiles of the causal tail outrun two warps' quantizing.
 NVFP4_OFFLOAD = {(64, False): False, (64, True): False, (128, False): True, (128, True): False}
-# with a right limit and no left one (causal), the key loop as two loops: the blocks that cross
-# the diagonal or the key tail (the first visited), the element mask compiled in, then the
-# rest without it (FA3 splits its loop too); False: one loop that decides per block at run
-# time, both softmax variants in its body. A bool or a dict {(head_dim, crosses a diagonal):
-# bool} like TILES. H200 (bench/h200/fmha_split/run3, two passes each, TFLOP/s, two loops
-# against one): D=64 causal 4x16x4096 380 / 359, 16x8x2048 335 / 317 (+6%); D=128 causal
-# 4x16x4096 563 / 567, 2x16x8192 617 / 628, 1x32x16384 660-678 / 666-686 (-1..2%), with a
-# sink 648 / 631 (+3%). Not for windows: with a third, masked loop for the left edge (or one
-# deciding at run time) D=128 spilled 192 bytes (ptxas 13.0); without a diagonal only a
-# tile's first block, outside the loop, crosses the key tail, and a single unmasked loop
-# spilled 176 bytes at D=64 192 x 128 against 12. Session 9, with L2 sections, K_AHEAD and two
-# Q buffers (s9/r4, two passes, against one loop): D=128 causal 4x16x4096 668 / 656, 2x16x8192
-# 706-709 / 697, 1x32x16384 727-730 / 715-716, sink 703 / 696-697 (with the scheduler barrier
-# too: +0.5-1%, sink -1%, not kept). Without a diagonal (session 19): only a tile's first block,
-# handled before the loop, may cross the key tail, so the loop is compiled without the element
-# mask (the runtime test had left a 309-instruction masked branch in the 128 x 128 loop, whose hot
-# path goes 465 -> 458 SASS instructions). H200 (s19/e, s19/f, two passes each, against now's
-# five): 4x16x4096x128 700.6-706.2 / 695.0-699.6, 8x32x1024 610.9-612.1 / 599.4-601.8, Sq=128
-# decode 618.0-619.0 / 616.6-618.2. Not in the wide build (WIDE_KEY_TILES: there it spills 33
-# words and lost 6%, 679-686 / 726 at 2x16x8192) nor in the packed split-KV kernel (not timed).
+# the key loop as two loops: the blocks that may need the element mask (crossing the diagonal or
+# the key tail, the first visited), the mask compiled in, then the rest without it (FA3 splits
+# its loop too); False: one loop that decides per block at run time, both softmax variants in its
+# body. With a causal diagonal this pays at D=64 (+6%) and, with L2 sections and two Q buffers,
+# at D=128; not for windows (a third loop for the left edge spilled). Without a diagonal only a
+# tile's first block, handled before the loop, may cross the key tail, so the loop is compiled
+# without the mask (its runtime test had left a large masked branch in the loop). Not in the wide
+# build (there it spills and lost 6%) nor in the packed split-KV kernel (SPLIT_MASK_LOOPS).
 MASK_LOOPS = {(64, True): True, (128, True): True, (128, False): True}
 # the order in which persistent CTAs take tiles: "stride" (CTA c: c, c + ctas, ...), "snake"
 # (every other round backwards: balances causal tiles; _FmhaSm90.scheduled) or "dynamic" (the
 # producer takes the next tile from a global counter when it has issued the current one's
 # loads and hands it to the consumers through shared memory, as FA3's causal scheduler does:
-# _FmhaSm90.fetch_tile); a string or a dict {(head_dim, crosses a diagonal): str} like TILES
+# _FmhaSm90.fetch_tile). Dynamic pays where a diagonal makes tiles unequal; without one the
+# static snake is 1-2% faster.
 ORDER = {(64, False): "snake", (64, True): "dynamic", (128, False): "snake", (128, True): "dynamic"}
 # ORDER "dynamic" hands out the tiles of SECTION_BYTES of K/V at a time (a section: as many kv
 # heads' K and V as fit, all their q heads), the longest query tiles of every head of the
 # section first, heads fastest: the shortest tiles of the whole launch come last, so no CTA
 # starts a long tile when the others are nearly done (with one head at a time, the last
-# head's longest tile starts ~1/H of its head's work before the end). FA3 sizes its sections
-# for 32 MiB of L2 (hopper/tile_scheduler.hpp). 0: the linear order (query tile fastest, then
-# head, then batch). ncu, 4x16x4096x128 causal (bench/h200/fmha_sched/s9/ncu_sched): the same SM
-# active cycles (695-698 k) in 758 k elapsed with 0, 710 k with 32 MiB (FA3: 636 k in 652 k);
-# timed (s9/sec, sec2, TFLOP/s, against 0): D=128 causal 4x16x4096 638-639 / 610, 2x16x8192
-# 684-685 / 659-660, D=64 causal 451-453 / 420, 16x8x2048x64 372-373 / 349-351, window 503-507 /
-# 492-495, sink 683-685 / 662-663, 1x32x16384 causal 679-712 / 685-705 (noise). Session 6 had
-# measured +0.4-1.3% (run4-5), with a slower key loop; 16 MiB is within 1% of 32.
+# head's longest tile starts ~1/H of its head's work before the end), and a section's K/V stays
+# in L2. FA3 sizes its sections for 32 MiB of L2 (hopper/tile_scheduler.hpp); 16 MiB is within
+# 1% of it. 0: the linear order (query tile fastest, then head, then batch).
 SECTION_BYTES = 32 << 20
 # FA4's relief for MUFU: the share of each row's scores whose exp2 is a polynomial on the FMA
-# units (kernels.fmha's exp2_fma_magic), by (head dim, crosses a diagonal); absent = 0. At D=64
+# units (kernels.exp2.exp2_fma_magic), by (head dim, crosses a diagonal); absent = 0. At D=64
 # one 64 x 128 block's 8192 exp2 take MUFU (16 a clock per SM) as long as its two wgmmas take
 # the tensor cores at their peak.
 EXP2_FMA = {}
@@ -428,7 +310,7 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
     tma_store = bool(_per_config(TMA_STORE, head_dim, masked)) and not o_direct
 
     def smem_bytes(q_buffers: int) -> int:
-        """Barriers (the first kilobyte), Q's buffers, O's (unless O_DIRECT), the K and V rings."""
+        """Barriers (the first kilobyte), Q's buffers, O's (unless o_direct), the K and V rings."""
         o_buffers = 0 if o_direct else 1
         return 1024 + (q_buffers + o_buffers) * block_m * head_dim * 2 + 2 * stages * block_n * head_dim * 2
 
@@ -583,40 +465,33 @@ SPLIT_TILES = {64: (128, 128), 128: (128, 128)}
 # kernel is faster) and at least SPLIT_MIN_KEYS visible keys, where it splits (the plain
 # wgmma grid would not fill the SMs) or where the plain kernel's 128-row query tiles would be
 # at least SPLIT_MIN_WASTE empty (Sq = 16: 7/8, Sq = 64: 1/2). The splits fill one wave of
-# SPLIT_CTAS_PER_SM CTAs an SM, each keeping at least SPLIT_MIN_BLOCKS key blocks. H200,
-# bench/fmha_decode_sweep.py (bench/h200/fmha_split/run1): 1.2-1.7x the plain wgmma kernel
-# where it splits or packs Sq <= 64 (e.g. 2x32x128x32768 GQA 8:1: 0.209 against 0.361 ms);
-# one split at Sq = 128 (8x32x128x4096) is slower than the plain kernel (0.127 against 0.108 ms:
-# the partials and the combine cost more than the K/V reads that packing saves).
+# SPLIT_CTAS_PER_SM CTAs an SM, each keeping at least SPLIT_MIN_BLOCKS key blocks. There it is
+# 1.2-1.7x the plain wgmma kernel (`bench/fmha_decode_sweep.py`); a single split of full 128-row
+# tiles is slower than the plain kernel (the partials and the combine cost more than the K/V
+# reads that packing saves), hence the waste rule.
 SPLIT_MIN_KEYS = 1024
-SPLIT_STAGES = 2  # its K/V ring (no O buffer: D=128 has room for 3, 224 KB; 3 was within the noise, run9)
+SPLIT_STAGES = 2  # its K/V ring (no O buffer: D=128 has room for 3, which measured within the noise)
 SPLIT_MIN_WASTE = 0.25
 SPLIT_CTAS_PER_SM = 1
 SPLIT_MIN_BLOCKS = 4
 SPLIT_MAX = 128
 # the combine as a programmatic dependent launch (allowed at fmha_decode.PDL_TRIGGER) for at most
 # this many splits, a plain launch above (fmha_decode.COMBINE_PDL: always PDL); 0: by COMBINE_PDL
-# alone. H200 (s11, see fmha_decode.PDL_TRIGGER): +1-2% at 2 splits, even at 4, -1.5% at 16.
+# alone. The early launch pays where the combine is short (2 splits), and costs where many split
+# CTAs are still running when it occupies its slots (16 splits).
 SPLIT_COMBINE_PDL_MAX = 2
 # RESCALE_THRESHOLD for the packed split-KV kernel (a split visits 4 or more key blocks); None:
-# every block rescales. 8.0 (s12/f, three passes, TFLOP/s, against None): Sq=16 Sk=4096 242-243 /
-# 248-249, Sq=16 Sk=32768 330-331 / 324-325, Sq=64 538-539 / 550; and RESCALE_THRESHOLD's error. Off.
+# every block rescales. 8.0 is even or slower here, and has RESCALE_THRESHOLD's error. Off.
 SPLIT_RESCALE_THRESHOLD = None
 # FA3's scheduler barrier (PINGPONG) in the packed split-KV kernel: its two consumer warpgroups
 # take turns issuing their wgmmas. The unpacked kernel's 128 x 192 build gains from it where its
 # 128 x 128 build loses (WIDE_KEY_PINGPONG); the split's partials go out from registers, so a
-# 128 x 192 SPLIT_TILES fits beside Q and two K/V stages (224 KB) as it is. H200 (s19/b, TFLOP/s,
-# against off at 128 x 128; Sq=16 Sk=4096 / Sq=16 Sk=32768 / Sq=64 Sk=8192 / Sq=128 Sk=32768, GQA
-# 8:1): 128 x 128 241.2 / 330.6 / 487.4 / 573.3 against 239.9-241.0 / 329.8-330.0 / 552.3-552.6 /
-# 669.2-669.3; 128 x 192 235.7 / 318.1-318.2 / 552.2-552.6 / 669.0-669.8; 128 x 176 236.3 / 319.0 /
-# 545.6 / 660.9. Off.
+# 128 x 192 SPLIT_TILES fits beside Q and two K/V stages (224 KB) as it is. Here it loses at
+# every tile tried (128 x 128, 176, 192), most at Sq=64 and 128. Off.
 SPLIT_PINGPONG = False
 # the packed split-KV kernel's key loop without a diagonal compiled without the element mask
-# (MASK_LOOPS' (128, False) choice for the main kernel, s19: +0.8..1.9%; its loop 781 -> 462 SASS
-# instructions); False: the loop decides per block at run time. Slower or even on the H200
-# (s20/c, three passes, TFLOP/s, on against off): Sq=16 Sk=32768 310.8-318.6 / 319.9-324.4,
-# Sq=128 Sk=32768 664.4-666.6 / 668.9-670.3, Sq=64 Sk=8192 552.9-556.6 / 546.4-558.7, Sq=16
-# Sk=4096 even; bit-identical (test_gpu_split_mask_loops_keeps_the_bits). Off.
+# (MASK_LOOPS' (128, False) choice for the main kernel; its loop 781 -> 462 SASS instructions);
+# False: the loop decides per block at run time. Bit-identical, and slower or even here. Off.
 SPLIT_MASK_LOOPS = False
 
 

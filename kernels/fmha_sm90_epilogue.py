@@ -2,7 +2,7 @@
 
 Owns `Sm90Epilogues` (a mixin of `fmha_sm90_kernel._FmhaSm90`): the bf16/fp16 store through
 shared memory (16-byte stores or a TMA store, STMATRIX), O straight from registers
-(O_DIRECT), the NVFP4 output (quantized by the consumers or handed over to the producer's
+(Config.o_direct, the wide-key build), the NVFP4 output (quantized by the consumers or handed over to the producer's
 quantizer warps: NVFP4_OFFLOAD), the split-KV partials (f32 O and LSE), and the tail split's
 combine kernel.
 """
@@ -53,7 +53,6 @@ class Sm90Epilogues:
                 combine = fmha_decode._SplitKV(self.dtype, d, False, False, False)
                 combine.combine_row(part_o, part_lse, mO, mLSE, None, I32(0), m0 + r, tidx % 32, I32(1), batch, head)
 
-
     @cute.jit
     def copy_r2s(self, tiled_copy: cute.TiledCopy, thr_copy, regs: cute.Tensor, dst: cute.Tensor):
         """An accumulator-shaped register fragment into its shared-memory partition `dst` (_r2s_tiled_copy's
@@ -68,7 +67,6 @@ class Sm90Epilogues:
             flat = cute.make_tensor(retiled.iterator, cute.composition(retiled.layout, cute.make_layout(n)))
             cute.make_tensor(staged.iterator, cute.make_layout(n)).store(flat.load())
             cute.copy(tiled_copy, staged, dst)
-
 
     @cute.jit
     def epilogue(
@@ -155,17 +153,16 @@ class Sm90Epilogues:
                 if m0 + wg * 64 + tOc[0, m, 0][0] < sq:
                     cute.copy(s2g, tOr[None, m, None], tOg[None, m, None])
 
-
     @cute.jit
     def direct_epilogue(self, rO: cute.Tensor, tScS: cute.Tensor, mO: cute.Tensor, mma_pv: cute.TiledMma, ct: I32, m0: I32, head: I32, batch: I32):
-        """O_DIRECT: this thread's O (rO, bf16/fp16, the P V accumulator's layout) straight into
+        """Config.o_direct: this thread's O (rO, bf16/fp16, the P V accumulator's layout) straight into
         the tile's rows of mO, 16 bytes a store, rows past Sq skipped.
 
         In the accumulator, lane t of a quad holds, of each of its two rows, one 32-bit word (a
         pair of adjacent columns, 8 j + 2 t and the next) of every 8-column group j. Stored as
         they are, a warp's store writes 16 bytes in each of 8 rows: half sectors, eight 128-byte
         lines an instruction, 8 x the requests of O's 16-byte stores from shared memory (and 4%
-        slower at D=128, s14/b). So the quad first transposes each run of 4 groups among its
+        slower at D=128). So the quad first transposes each run of 4 groups among its
         lanes (a 4 x 4 transpose of words: two butterfly exchanges, across lane bit 0 then 1),
         after which lane t holds group 4 k + t whole, 16 contiguous bytes."""
         gO = mO[None, None, head, batch]  # (Sq, D)
@@ -189,7 +186,6 @@ class Sm90Epilogues:
                         vals[i] = m[i]
                     dst = cute.recast_tensor(cute.local_tile(gO, (1, 8), (row, 4 * k + t)), I32)
                     cute.autovec_copy(vals, cute.make_tensor(dst.iterator, cute.make_layout(4)))
-
 
     @cute.jit
     def tma_store_epilogue(
@@ -216,7 +212,6 @@ class Sm90Epilogues:
                 cute.copy(tma_o, tOs, tOg)
                 cute.arch.cp_async_bulk_commit_group()
 
-
     @cute.jit
     def quantize_handed_over(self, sO: cute.Tensor, handoff, outputs, sq: I32, qt: I32):
         """NVFP4_OFFLOAD, the quantizing warps of the producer warpgroup (this thread is `qt` of
@@ -230,7 +225,6 @@ class Sm90Epilogues:
             for w in cutlass.range_constexpr(self.consumer_wgs):
                 more = self.quantize_rows(sO, handoff, outputs, sq, qt, w, phase) >= 0
             phase = phase ^ 1
-
 
     @cute.jit
     def quantize_rows(self, sO: cute.Tensor, handoff, outputs, sq: I32, qt: I32, w: cutlass.Constexpr, phase: I32) -> I32:
@@ -246,7 +240,6 @@ class Sm90Epilogues:
         cute.arch.mbarrier_arrive(bar_o + 2 * w + 1)
         return first
 
-
     @cute.jit
     def hand_over_end(self, handoff, ct: I32, wg: I32):
         """NVFP4_OFFLOAD: a consumer warpgroup past its last tile tells the quantizing warps (a
@@ -256,7 +249,6 @@ class Sm90Epilogues:
             cute.arch.mbarrier_wait(bar_o + 2 * wg + 1, sTiles[3, wg])
             sTiles[2, wg] = I32(-1)
             cute.arch.mbarrier_arrive(bar_o + 2 * wg)
-
 
     @cute.jit
     def partials_epilogue(

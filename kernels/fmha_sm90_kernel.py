@@ -53,7 +53,7 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
         self.offload = nvfp4_offload and nvfp4_out and not group
         # a hand-over's fields in shared memory: batch, head, first row, the giver's phase
         self.handoff_fields = 4
-        self.o_direct = o_direct and not nvfp4_out and not group  # O_DIRECT: O from registers to global memory
+        self.o_direct = o_direct and not nvfp4_out and not group  # O from registers to global memory (the wide build)
         self.tma_store = tma_store and not nvfp4_out and not group and not self.o_direct  # (TMA_STORE: the bf16/fp16 output only)
         self.persistent = self.max_ctas < 2**31 - 1
         # TAIL_SPLIT: the last partial round's tiles in pieces along the keys (a launch of their
@@ -141,7 +141,7 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
         q_stages = self.q_stages
         handoffs = self.consumer_wgs if self.offload else 0  # NVFP4_OFFLOAD: one O hand-over a consumer warpgroup
         fields = self.handoff_fields
-        o_elems = 0 if self.o_direct else cute.cosize(sQ_layout)  # (O_DIRECT: O lives nowhere)
+        o_elems = 0 if self.o_direct else cute.cosize(sQ_layout)  # (o_direct: O lives in no buffer)
 
         @cute.struct
         class Smem:
@@ -215,7 +215,6 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
                     grid=(cute.ceil_div(rows, TAIL_COMBINE_WARPS), 1, 1), block=[TAIL_COMBINE_WARPS * 32, 1, 1], stream=stream,
                     use_pdl=bool(self.tail_kernel.pdl),
                 )
-
 
     def o_stages(self):
         """TMA_STORE: O's shared-memory buffer as one (64, D) stage a consumer warpgroup."""
@@ -350,7 +349,6 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
             kv_consumers = pipeline.CooperativeGroup(pipeline.Agent.Thread, self.consumer_wgs * 4 * cluster)
             kv_ctas = cute.make_layout((1, cluster, 1, 1))
         tile_bytes = cute.size_in_bytes(self.dtype, cute.select(sKV_layout, mode=[0, 1]))
-        # (O_IN_Q: a stage a consumer warpgroup, released by its storing thread once its O has left)
         pipe_q = pipeline.PipelineTmaAsync.create(
             barrier_storage=storage.bar_q.data_ptr(), num_stages=self.q_stages, producer_group=producer,
             consumer_group=consumers,
@@ -533,7 +531,6 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
         q_state.advance()
         return q_state
 
-
     @cute.jit
     def compute_tile(
         self,
@@ -625,7 +622,7 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
                 # no diagonal: only a tile's first block (the key tail's) is ever masked, so the
                 # loop's are not. The loop runs a whole tile's count, a piece's past its own
                 # blocks idle: with the piece's count as the bound ptxas spills (64 bytes at
-                # D=128 in session 12's persistent build, 1080 at D=64 bf16 in this kernel)
+                # D=128 in an earlier persistent build, 1080 at D=64 bf16 in this kernel)
                 whole = cute.ceil_div(sk, self.block_n)
                 for it in cutlass.range(1, whole, unroll=1):
                     if it < n_blocks:
@@ -669,7 +666,6 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
             )  # fmt: skip
         return q_state, state, next_tile
 
-
     @cute.jit
     def key_block(
         self,
@@ -706,7 +702,7 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
             self.mma_turn_wait(wg)
             if cutlass.const_expr(self.o_direct):
                 # the zero-initializing S wgmma still names S as an input, and S holds the last
-                # softmax's P (f32): with O_DIRECT's epilogue after the loop, LLVM then converts P
+                # softmax's P (f32): with the direct epilogue after the loop, LLVM then converts P
                 # a second time, after this issue, for the P V below (62 F2FP a block against 32,
                 # bench/fmha_sass.py). Zeros as its input leave P's f32 values no use past the
                 # one conversion. (Not in the other builds: D=64's loop grows 862 -> 885.)

@@ -95,7 +95,7 @@ def _wgmma_issue(tiled_mma: cute.TiledMma, acc: cute.Tensor, a: cute.Tensor, b: 
 
 
 def _r2s_tiled_copy(dtype, mma: cute.TiledMma, stmatrix: bool) -> cute.TiledCopy:
-    """Registers -> shared memory for an accumulator-shaped fragment (O, or P with P_SMEM):
+    """Registers -> shared memory for an accumulator-shaped fragment (O):
     element-wise stores (two 16-bit values a store), or with STMATRIX the warp's `stmatrix`
     (four 8 x 8 matrices an instruction), as FA3 and CUTLASS's epilogues do."""
     if not stmatrix:

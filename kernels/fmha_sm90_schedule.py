@@ -18,7 +18,6 @@ from kernels.fmha_sm90_parts import HANDOVER_THREADS, I32, TILE_EMPTY_BARRIER, T
 class Sm90Scheduling:
     """The scheduling methods of `_FmhaSm90` (they read its compile-time fields)."""
 
-
     @cute.jit
     def scheduled(self, tile: I32, first_tile: I32, ctas: I32, n_tiles: I32) -> I32:
         """The tile a persistent CTA takes in the round where the plain stride gives it `tile`.
@@ -37,7 +36,6 @@ class Sm90Scheduling:
             tile = cutlass.select_(reverse, start + ctas - 1 - first_tile, tile)
         return tile
 
-
     @cute.jit
     def unit_tile(self, unit: I32, first_unit: I32, unit_stride: I32, units: I32, rank: I32, cluster: cutlass.Constexpr) -> I32:
         """A persistent CTA's tile in the round where the plain stride gives it `unit`: the unit
@@ -48,7 +46,6 @@ class Sm90Scheduling:
             if cutlass.const_expr(cluster > 1):
                 unit = unit * cluster + rank
         return unit
-
 
     @cute.jit
     def fetch_tile(self, mCounters: cute.Tensor, sNext: cute.Tensor, ctas: I32, n_tiles: I32) -> I32:
@@ -82,7 +79,6 @@ class Sm90Scheduling:
                     mCounters[1] = I32(0)
         return tile
 
-
     @cute.jit
     def take_tile(self, sNext: cute.Tensor, n_tiles: I32, wg: I32) -> I32:
         """ORDER "dynamic", a consumer warpgroup: its next tile, from the producer (fetch_tile).
@@ -95,20 +91,17 @@ class Sm90Scheduling:
             cute.arch.barrier_arrive(barrier_id=TILE_EMPTY_BARRIER + 2 * wg, number_of_threads=HANDOVER_THREADS)
         return tile
 
-
     def queries(self, mQ: cute.Tensor):
         """Sq (packed: mQ's rows are (group, Sq))."""
         if cutlass.const_expr(self.group):
             return mQ.shape[0][1]
         return mQ.shape[0]
 
-
     def query_span(self, m0: I32):
         """(first, last) query of the tile at row m0: a bound, the element masks are exact."""
         if cutlass.const_expr(self.group):
             return m0 // self.group, (m0 + self.block_m - 1) // self.group
         return m0, m0 + self.block_m - 1
-
 
     @cute.jit
     def tile_coords(self, tile: I32, m_tiles: I32, num_splits: I32, mQ: cute.Tensor, mK: cute.Tensor, left: I32, right: I32, tail=None):
@@ -180,7 +173,6 @@ class Sm90Scheduling:
             n_block_min = n_block_min + ((share * blocks) >> tail[1])
         return m_block, head, batch, kv_head, n_block_max, cutlass.max(n_block_max - n_block_min, 0), split
 
-
     def tail_piece(self, unit: I32, tail):
         """The tail pieces' kernel: (tile, piece) of its unit. The units past the full rounds are
         the pieces, num_splits (a power of two) consecutive ones a tail tile: piece = tail tile *
@@ -190,13 +182,11 @@ class Sm90Scheduling:
         full, shift = tail
         return full + ((unit - full) >> shift), unit - full
 
-
     @cute.jit
     def mma_turn_wait(self, wg: I32):
         """PINGPONG: wait until the previous consumer has issued its wgmmas (named barrier TURN_BARRIER + wg)."""
         if cutlass.const_expr(self.pingpong):
             cute.arch.barrier(barrier_id=TURN_BARRIER + wg, number_of_threads=256)
-
 
     @cute.jit
     def mma_turn_done(self, wg: I32):

@@ -81,7 +81,6 @@ class Sm90Softmax:
         unmasked_top = cutlass.min(sk // self.block_n, cutlass.max(q_first + offset + right + 1, 0) // self.block_n)
         return cutlass.min(cutlass.max(n_block_max - unmasked_top, 1), n_blocks)
 
-
     @cute.jit
     def softmax(
         self,
@@ -119,7 +118,6 @@ class Sm90Softmax:
         else:
             self.online_softmax(acc_S, corr, row_max, row_sum, scale_log2, tScS, m0, n0, sk, offset, left, right, False)
 
-
     @cute.jit
     def online_softmax(
         self,
@@ -155,7 +153,6 @@ class Sm90Softmax:
             row_max[r] = m_new
             S[r, None] = p
 
-
     def score_columns(self, mma_qk: cute.TiledMma) -> list:
         """The columns of a consumer thread's scores relative to its first one, known while
         tracing (mask_row compares against them). The wgmma accumulator gives every thread the
@@ -173,7 +170,6 @@ class Sm90Softmax:
             elif mine != offsets:
                 raise RuntimeError(f"internal: MASK_RELATIVE needs every thread's score columns to be thread 0's shifted; thread {t} has {mine}, thread 0 {offsets}")
         return offsets
-
 
     @cute.jit
     def mask_row(self, S: cute.Tensor, r: cutlass.Constexpr, tScS: cute.Tensor, m0: I32, n0: I32, sk: I32, offset: I32, left: I32, right: I32):
@@ -206,7 +202,6 @@ class Sm90Softmax:
             if cutlass.const_expr(self.has_left):
                 outside = outside | (self.col_offsets[c] < lo_rel)
             S[r, c] = cutlass.select_(outside, -F32.inf, S[r, c])  # (a select: no branch per value)
-
 
     @cute.jit
     def online_softmax_interleaved(

@@ -506,7 +506,7 @@ _NVFP4_UNFUSED: dict = {}  # shape class -> _bf16_call_differs (cleared with the
 def _bf16_call_differs(q, b, sq, sk, hq, hkv, has_sink, left, right, path, exp2_on_fma, exp2_impl) -> bool:
     """Whether the bf16 call of this shape computes O otherwise than the fused NVFP4 build: a
     split-KV plan (the NVFP4 output has none), the tail split cutting this shape's last tiles
-    into pieces (session 18 found 583 codes differing at 1x32x16384x128), or another tile
+    into pieces (a different summation order: 583 codes differed at 1x32x16384x128), or another tile
     (WIDE_KEY_TILES' build, which the NVFP4 output does not take)."""
     if path != "mma_sync" and path != "wgmma":
         plan_key = (q.dtype, q.shape[3], q.get_device(), b, sq, sk, hq, hkv, left, right, not has_sink, path, exp2_on_fma, exp2_impl)
