@@ -133,7 +133,7 @@ class Sm90Epilogues:
         if cutlass.const_expr(self.offload):
             if ct % 128 == 0:
                 sTiles[3, wg] = sTiles[3, wg] ^ 1  # (read by the warpgroup before the barrier above)
-                cute.arch.mbarrier_arrive(bar_o + 2 * wg)
+            cute.arch.mbarrier_arrive(bar_o + 2 * wg)  # (every thread: its rows are in)
             return
         sO = cute.local_tile(sO, (64, d), (wg, 0))
         if cutlass.const_expr(self.nvfp4_out):
@@ -245,10 +245,13 @@ class Sm90Epilogues:
         """NVFP4_OFFLOAD: a consumer warpgroup past its last tile tells the quantizing warps (a
         hand-over without rows), once they have given back its last rows."""
         sTiles, bar_o = handoff[0], handoff[1]
+        # every thread arrives (the barrier counts the warpgroup); the first thread flipped the
+        # phase in sTiles[3] after the last epilogue's barrier, so the warpgroup meets again first
+        cute.arch.barrier(barrier_id=EPILOGUE_BARRIER + wg, number_of_threads=128)
+        cute.arch.mbarrier_wait(bar_o + 2 * wg + 1, sTiles[3, wg])
         if ct % 128 == 0:
-            cute.arch.mbarrier_wait(bar_o + 2 * wg + 1, sTiles[3, wg])
             sTiles[2, wg] = I32(-1)
-            cute.arch.mbarrier_arrive(bar_o + 2 * wg)
+        cute.arch.mbarrier_arrive(bar_o + 2 * wg)
 
     @cute.jit
     def partials_epilogue(

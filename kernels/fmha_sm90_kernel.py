@@ -25,7 +25,7 @@ from kernels.cutedsl_compat import SmemAllocator
 from kernels.fmha_sm90_config import Config
 from kernels.fmha_sm90_epilogue import Sm90Epilogues
 from kernels.fmha_sm90_schedule import Sm90Scheduling
-from kernels.fmha_sm90_parts import F32, HANDOVER_THREADS, I32, PRODUCER_REGS, QUANTIZER_REGS, QUANTIZER_THREADS, QUANTIZER_WARPS, REGISTER_FILE, TAIL_COMBINE_WARPS, TILE_EMPTY_BARRIER, TURN_BARRIER, _as_operand_a, _mn_view, _smem_layout, _wgmma_issue
+from kernels.fmha_sm90_parts import F32, I32, PRODUCER_REGS, QUANTIZER_REGS, QUANTIZER_THREADS, QUANTIZER_WARPS, REGISTER_FILE, TAIL_COMBINE_WARPS, TURN_BARRIER, _as_operand_a, _mn_view, _smem_layout, _wgmma_issue
 from kernels.fmha_sm90_softmax import Sm90Softmax, _rescale
 
 
@@ -149,6 +149,7 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
             bar_k: cute.struct.MemRange[cutlass.Int64, 2 * stages]
             bar_v: cute.struct.MemRange[cutlass.Int64, 2 * stages]
             next_tile: cute.struct.MemRange[I32, 2]  # ORDER "dynamic": the producer's hand-over
+            bar_next: cute.struct.MemRange[cutlass.Int64, 2]  # and its mbarriers (index written, index read)
             bar_o: cute.struct.MemRange[cutlass.Int64, 2 * handoffs]  # NVFP4_OFFLOAD: (O rows given, taken back) a warpgroup
             o_tiles: cute.struct.MemRange[I32, fields * handoffs]  # and the hand-overs' fields
             q: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout) * q_stages], 1024]
@@ -325,9 +326,13 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
             sO = storage.o.get_tensor(sQ_layout.outer, swizzle=sQ_layout.inner)
         sK = storage.k.get_tensor(sKV_layout.outer, swizzle=sKV_layout.inner)
         sV = storage.v.get_tensor(sKV_layout.outer, swizzle=sKV_layout.inner)
-        sNext = None  # ORDER "dynamic": the next tile's index, from the producer to the consumers
+        sNext = None  # ORDER "dynamic": (the next tile's index, from the producer to the consumers; its mbarriers)
         if cutlass.const_expr(self.dynamic):
-            sNext = storage.next_tile.get_tensor(cute.make_layout((2,)))
+            sNext = (storage.next_tile.get_tensor(cute.make_layout((2,))), storage.bar_next.data_ptr())
+            if tidx == 0:
+                cute.arch.mbarrier_init(sNext[1], 1)  # written: the producer's first lane
+                cute.arch.mbarrier_init(sNext[1] + 1, 128 * self.consumer_wgs)  # read: every consumer thread
+                cute.arch.mbarrier_init_fence()  # (the pipelines' creation below synchronizes the CTA)
         sVt = cute.composition(sV, cute.make_ordered_layout((d, self.block_n, self.stages), order=(1, 0, 2)))  # (D, N, stage)
         handoff = None  # NVFP4_OFFLOAD: (the rows' coordinates, (field, warpgroup); the mbarriers)
         if cutlass.const_expr(self.offload):
@@ -335,7 +340,11 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
             if tidx == 0:
                 sTiles, bar_o = handoff[0], handoff[1]
                 for w in cutlass.range_constexpr(self.consumer_wgs):
-                    cute.arch.mbarrier_init(bar_o + 2 * w, 1)  # rows given: the warpgroup's first thread, once they are in
+                    # rows given: every thread of the warpgroup, once its rows are in (each arrives
+                    # after its own stores; one arrive after the warpgroup's barrier would order them
+                    # as well, by the PTX memory model, but racecheck does not follow a named barrier
+                    # into an mbarrier arrive and reports every row as a race)
+                    cute.arch.mbarrier_init(bar_o + 2 * w, 128)
                     cute.arch.mbarrier_init(bar_o + 2 * w + 1, QUANTIZER_THREADS)  # taken back: every quantizing thread
                     sTiles[3, w] = I32(1)  # the giver's phase: its first wait for the rows' return passes at once
                 cute.arch.mbarrier_init_fence()  # (the pipelines' creation below synchronizes the CTA)
@@ -375,9 +384,11 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
                 )  # fmt: skip
                 if cutlass.const_expr(self.dynamic):
                     tile = first_tile
+                    fetched = I32(0)  # (the hand-over's phase)
                     while tile < n_tiles:
                         q_state, state = load(tile, q_state, state)
-                        tile = self.fetch_tile(mCounters, sNext, ctas, n_tiles)
+                        tile = self.fetch_tile(mCounters, sNext, ctas, n_tiles, fetched)
+                        fetched = fetched + 1
                 elif cutlass.const_expr(self.persistent):
                     for unit in cutlass.range(first_unit, units, unit_stride, unroll=1):
                         q_state, state = load(self.unit_tile(unit, first_unit, unit_stride, units, rank, cluster), q_state, state)
@@ -424,7 +435,6 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
                 rP, corr, row_max, row_sum, tScS, ct, wg, tail,
             )  # fmt: skip
             if cutlass.const_expr(self.dynamic):
-                cute.arch.barrier_arrive(barrier_id=TILE_EMPTY_BARRIER + 2 * wg, number_of_threads=HANDOVER_THREADS)  # the slot starts empty
                 tile = first_tile
                 while tile < n_tiles:
                     q_state, state, tile = compute(tile, q_state, state)  # (the next tile: take_tile)
@@ -642,13 +652,13 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
             _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, state.index], False)
             self.mma_turn_done(wg)
             if cutlass.const_expr(self.dynamic):
-                next_tile = self.take_tile(sNext, n_tiles, wg)
+                next_tile = self.take_tile(sNext, n_tiles, q_state.count)
             warpgroup.wait_group(0)
             pipe_v.consumer_release(state)
             state.advance()
         else:
             if cutlass.const_expr(self.dynamic):
-                next_tile = self.take_tile(sNext, n_tiles, wg)
+                next_tile = self.take_tile(sNext, n_tiles, q_state.count)
         # every S wgmma of this tile is complete: Q's buffer may take the next tile's
         pipe_q.consumer_release(q_state)
         q_state.advance()

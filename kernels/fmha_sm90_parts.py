@@ -27,12 +27,7 @@ REGISTER_FILE = 65536  # 32-bit registers of an SM, one CTA an SM
 QUANTIZER_REGS = 32  # NVFP4_OFFLOAD: at least this many for the producer warpgroup (it quantizes)
 EPILOGUE_BARRIER = 1  # named barriers 1.. : one per consumer warpgroup (its O rows in shared memory)
 TURN_BARRIER = 5  # named barriers 5, 6 (, 7): PINGPONG's turns, one per consumer
-# ORDER "dynamic": named barriers 8 + 2 wg (the next tile's index is in shared memory: producer
-# -> consumer warpgroup wg) and 9 + 2 wg (wg has read it: wg -> producer), one pair per consumer
-# so that the consumers do not wait for each other at tile boundaries
-TILE_FULL_BARRIER = 8
-TILE_EMPTY_BARRIER = 9
-HANDOVER_THREADS = 32 + 128  # the producer warp and one consumer warpgroup
+# (ORDER "dynamic" hands the next tile's index over through two mbarriers: fetch_tile)
 # NVFP4_OFFLOAD: the producer warpgroup's warps 1 and 2 quantize O (warp 0 issues the loads)
 QUANTIZER_WARPS = (1, 2)
 QUANTIZER_THREADS = 32 * len(QUANTIZER_WARPS)  # one row of a warpgroup's 64 a thread

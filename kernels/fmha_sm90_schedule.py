@@ -12,7 +12,7 @@ from __future__ import annotations
 import cutlass
 import cutlass.cute as cute
 
-from kernels.fmha_sm90_parts import HANDOVER_THREADS, I32, TILE_EMPTY_BARRIER, TILE_FULL_BARRIER, TURN_BARRIER
+from kernels.fmha_sm90_parts import I32, TURN_BARRIER
 
 
 class Sm90Scheduling:
@@ -48,29 +48,36 @@ class Sm90Scheduling:
         return unit
 
     @cute.jit
-    def fetch_tile(self, mCounters: cute.Tensor, sNext: cute.Tensor, ctas: I32, n_tiles: I32) -> I32:
+    def fetch_tile(self, mCounters: cute.Tensor, sNext, ctas: I32, n_tiles: I32, fetched: I32) -> I32:
         """ORDER "dynamic", the producer warp: the next tile of this CTA, also handed to its consumers.
 
         Tiles 0 .. ctas - 1 are the CTAs' first; the rest are handed out in the linear order
         by an atomic counter, each to the first CTA whose producer asks, i.e. whose loads of
         its current tile are all issued (its consumers are on that tile's last blocks): a CTA
-        that drew short tiles takes more of them. The index goes to the consumers through
-        shared memory once each has read the previous one (TILE_EMPTY/FULL_BARRIER, one pair
-        per consumer warpgroup; they take it with take_tile). The last CTA to draw an index
-        past the end (each draws exactly one) puts both counters back to zero for the next
-        launch: its acq_rel add orders every CTA's draws before its stores.
+        that drew short tiles takes more of them. The last CTA to draw an index past the end
+        (each draws exactly one) puts both counters back to zero for the next launch: its
+        acq_rel add orders every CTA's draws before its stores.
+
+        The index goes to the consumers through one shared-memory slot (sNext: the slot and two
+        mbarriers): the producer waits until every consumer thread has read the previous index
+        ("read", 128 arrivals a consumer warpgroup; its first wait, `fetched` = 0, passes at
+        once: the previous phase of a fresh mbarrier counts as complete), writes, and its first
+        lane arrives on "written", which take_tile waits on. Each access is ordered by an
+        arrive of the thread that made it and a wait of the thread that follows. (It was a pair
+        of named barriers a consumer warpgroup, bar.sync against bar.arrive each way: just as
+        correct by the PTX memory model, but compute-sanitizer's racecheck does not follow that
+        pattern and reported every hand-over as a race.)
         """
+        slot, bars = sNext
         lane = cute.arch.lane_idx()
         drawn = I32(0)
         if lane == 0:
             drawn = cute.arch.atomic_add(mCounters.iterator.llvm_ptr, I32(1), sem="relaxed", scope="gpu")
         tile = cute.arch.shuffle_sync(drawn, 0) + ctas
-        for w in cutlass.range_constexpr(self.consumer_wgs):
-            cute.arch.barrier(barrier_id=TILE_EMPTY_BARRIER + 2 * w, number_of_threads=HANDOVER_THREADS)
+        cute.arch.mbarrier_wait(bars + 1, (fetched & 1) ^ 1)  # every consumer has read the last index
         if lane == 0:
-            sNext[0] = tile
-        for w in cutlass.range_constexpr(self.consumer_wgs):
-            cute.arch.barrier_arrive(barrier_id=TILE_FULL_BARRIER + 2 * w, number_of_threads=HANDOVER_THREADS)
+            slot[0] = tile
+            cute.arch.mbarrier_arrive(bars)
         if tile >= n_tiles:
             if lane == 0:
                 done = cute.arch.atomic_add((mCounters.iterator + 1).llvm_ptr, I32(1), sem="acq_rel", scope="gpu")
@@ -80,15 +87,17 @@ class Sm90Scheduling:
         return tile
 
     @cute.jit
-    def take_tile(self, sNext: cute.Tensor, n_tiles: I32, wg: I32) -> I32:
-        """ORDER "dynamic", a consumer warpgroup: its next tile, from the producer (fetch_tile).
+    def take_tile(self, sNext, n_tiles: I32, taken: I32) -> I32:
+        """ORDER "dynamic", a consumer thread: its next tile, from the producer (fetch_tile);
+        `taken`: the tiles this warpgroup took before (the hand-over's phase).
 
         Called while the current tile's last P V wgmma runs: the producer wrote the index
-        blocks ago (once its loads of this tile were issued), so the barrier rarely waits."""
-        cute.arch.barrier(barrier_id=TILE_FULL_BARRIER + 2 * wg, number_of_threads=HANDOVER_THREADS)
-        tile = sNext[0]
+        blocks ago (once its loads of this tile were issued), so the wait rarely waits."""
+        slot, bars = sNext
+        cute.arch.mbarrier_wait(bars, taken & 1)
+        tile = slot[0]
         if tile < n_tiles:  # (the producer writes no further index after the last)
-            cute.arch.barrier_arrive(barrier_id=TILE_EMPTY_BARRIER + 2 * wg, number_of_threads=HANDOVER_THREADS)
+            cute.arch.mbarrier_arrive(bars + 1)
         return tile
 
     def queries(self, mQ: cute.Tensor):
