@@ -24,7 +24,11 @@ its compile-time key (has-left, has-right, sink, dtype, head dim, output, path, 
   sink, the combine as a plain launch and as a PDL.
 - NVFP4: quantize (given scale, "fptosi" variant, computed scale by cluster and by partials),
   amax (one value, partials), global scale, dequantize, for the input/output dtypes.
-About 170 builds: ~15 minutes on one core here (each build runs in this one process).
+153 builds: ~15 minutes on an idle core here (each build runs in this one process), an hour
+and more on a busy shared machine. The builds run round-robin over the five families and the
+JSON is rewritten after each, so a run cut short is a sample of every family; `--common` with
+`--compare` then compares the builds both sides have. `--from-dump DIR` rebuilds the JSON from
+the PTX files a `--dump DIR` run left.
 """
 
 from __future__ import annotations
@@ -148,7 +152,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--compare", help="a JSON written by --out: exit 1 naming the builds that differ")
     ap.add_argument("--only", help="only the builds whose name contains one of these (comma-separated)")
     ap.add_argument("--dump", help="also write each build's PTX into this folder")
+    ap.add_argument("--common", action="store_true", help="with --compare: only the builds both sides have")
+    ap.add_argument("--from-dump", help="no compiles: hash the .ptx files a --dump run left in this folder")
     ap.add_argument("--list", action="store_true", help="print the build names and exit")
+    ap.add_argument("--in-order", action="store_true", help="the builds family by family (default: round-robin over the families)")
     args = ap.parse_args(argv)
     workdir = tempfile.mkdtemp(prefix="ptx_identity_")
     os.environ.update({"CUTE_DSL_KEEP": "ptx", "CUTE_DSL_DUMP_DIR": workdir, "CUTE_DSL_NO_CACHE": "1"})
@@ -156,11 +163,30 @@ def main(argv: list[str] | None = None) -> int:
     todo = builds()
     if args.only:
         todo = {name: fn for name, fn in todo.items() if any(part in name for part in args.only.split(","))}
+    if not args.in_order:
+        # round-robin over the families (wgmma, mma_sync, decode, decode_wgmma, nvfp4), so that
+        # any prefix of the run (a run cut short, a busy machine) is a sample of every family
+        families: dict = {}
+        for name in todo:
+            families.setdefault(name.split("/")[0], []).append(name)
+        order = [names[i] for i in range(max(map(len, families.values()), default=0)) for names in families.values() if i < len(names)]
+        todo = {name: todo[name] for name in order}
     if args.list:
         print("\n".join(todo))
         return 0
     hashes, raw = {}, {}
     start = time.time()
+    if args.from_dump:
+        for path in sorted(pathlib.Path(args.from_dump).glob("*.ptx")):
+            name = path.stem.replace("__", "/")
+            if name in todo:
+                ptx = path.read_text()
+                hashes[name] = hashlib.sha256(normalized(ptx).encode()).hexdigest()
+                raw[name] = hashlib.sha256(ptx.encode()).hexdigest()
+        todo = {}
+        if args.out:
+            pathlib.Path(args.out).write_text(json.dumps(hashes, indent=1, sort_keys=True) + "\n")
+            pathlib.Path(args.out).with_suffix(".raw.json").write_text(json.dumps(raw, indent=1, sort_keys=True) + "\n")
     for i, (name, build) in enumerate(todo.items()):
         ptx = ptx_of(build())
         hashes[name] = hashlib.sha256(normalized(ptx).encode()).hexdigest()
@@ -170,13 +196,16 @@ def main(argv: list[str] | None = None) -> int:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(ptx)
         print(f"[{i + 1}/{len(todo)} {time.time() - start:6.0f}s] {name} {hashes[name][:16]}", flush=True)
-    if args.out:
-        pathlib.Path(args.out).write_text(json.dumps(hashes, indent=1, sort_keys=True) + "\n")
-        pathlib.Path(args.out).with_suffix(".raw.json").write_text(json.dumps(raw, indent=1, sort_keys=True) + "\n")
+        if args.out:  # (after every build: a run cut short keeps what it did)
+            pathlib.Path(args.out).write_text(json.dumps(hashes, indent=1, sort_keys=True) + "\n")
+            pathlib.Path(args.out).with_suffix(".raw.json").write_text(json.dumps(raw, indent=1, sort_keys=True) + "\n")
     if args.compare:
         base = json.loads(pathlib.Path(args.compare).read_text())
         if args.only:
             base = {name: h for name, h in base.items() if any(part in name for part in args.only.split(","))}
+        if args.common:
+            base = {name: h for name, h in base.items() if name in hashes}
+            hashes = {name: h for name, h in hashes.items() if name in base}
         differ = sorted(name for name in hashes if name in base and base[name] != hashes[name])
         missing = sorted(set(base) ^ set(hashes))
         for name in differ:
