@@ -4,6 +4,14 @@ Same API, semantics and masks as `kernels.fmha` (read its docstring: bottom-righ
 causal/window limits, per-head sink logit, GQA, LSE, rows that see nothing give out = 0
 and LSE = -inf); `kernels.fmha.attention` picks this path on sm_90a.
 
+This file owns the configuration and planning: the knobs (one value each, or one per (head dim,
+crosses a diagonal)), `config_for` (the knobs -> one `Config` per shape class), the host-side
+plans (`tail_splits`, `tail_scratch_words`, `choose_splits`, `split_combine_pdl`) and the compile
+functions (`compile_kernel`, `compile_packed_split`). The kernel is `fmha_sm90_kernel._FmhaSm90`
+with its scheduling, softmax/masking and epilogues in `fmha_sm90_schedule`, `fmha_sm90_softmax`
+and `fmha_sm90_epilogue`; the packed split-KV kernel is `fmha_sm90_split`; what they share,
+`fmha_sm90_parts`; the configuration value, `fmha_sm90_config`.
+
 The kernel: CTAs of a producer and two or three consumer warpgroups, each taking a
 (64 x consumers query tile, q head, batch) in turn from a linear order (query tile fastest,
 last-first: with a causal mask the longest rows start first and the short ones fill the tail;
