@@ -32,27 +32,22 @@ SHOWN = ("HGMMA", "MUFU", "F2FP", "FMNMX", "FMUL", "FADD", "FFMA", "FSEL", "BAR"
 
 
 def variant_sass(name: str, head_dim: int, causal: bool, workdir: str, wide_keys: bool = False) -> str:
-    """The SASS of the FMHA kernel built with variant `name`'s knobs (restored afterwards);
-    `wide_keys`: the build for calls with at least WIDE_KEYS_MIN keys (WIDE_KEY_TILES)."""
+    """The SASS of the FMHA kernel built with variant `name`'s knobs (passed to config_for as
+    values: the module is not touched); `wide_keys`: the build for calls with at least
+    WIDE_KEYS_MIN keys (WIDE_KEY_TILES)."""
     from fmha_peers import VARIANTS
     from kernels import fmha_sm90
 
     knobs = {} if name == "now" else VARIANTS[name]
     if knobs is None:
         raise SystemExit(f"variant {name!r} is another kernel file, not knobs: not supported here")
-    saved = {knob: getattr(fmha_sm90, knob) for knob in knobs}
-    try:
-        for knob, value in knobs.items():
-            setattr(fmha_sm90, knob, value)
-        config = fmha_sm90.config_for(head_dim, False, causal, False, wide_keys)  # (causal: a right limit)
-        dump = os.path.join(workdir, name)
-        os.makedirs(dump, exist_ok=True)  # (CuTeDSL keeps nothing in a folder that does not exist)
-        compiled = fmha_sm90._compile.__wrapped__("bfloat16", head_dim, False, causal, False, "sm_90a",
-                                                  f"--keep-cubin --dump-dir {dump}", False, config)
-        return disassemble(compiled.__cubin__)
-    finally:
-        for knob, value in saved.items():
-            setattr(fmha_sm90, knob, value)
+    knobs = {knob: value for knob, value in knobs.items() if not knob.startswith("fmha_decode.")}  # (the decode kernels' knobs: not this build's)
+    config = fmha_sm90.config_for(head_dim, False, causal, False, wide_keys, knobs=knobs)  # (causal: a right limit)
+    dump = os.path.join(workdir, name)
+    os.makedirs(dump, exist_ok=True)  # (CuTeDSL keeps nothing in a folder that does not exist)
+    compiled = fmha_sm90._compile.__wrapped__("bfloat16", head_dim, False, causal, False, "sm_90a",
+                                              f"--keep-cubin --dump-dir {dump}", False, config)
+    return disassemble(compiled.__cubin__)
 
 
 def pv_wait(opcode: str, operands: str) -> bool:

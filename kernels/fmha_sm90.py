@@ -282,6 +282,21 @@ DTYPES = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}
 ARCHS = ("sm_90a",)
 
 
+class _Knobs:
+    """The knobs as the planning reads them: a variant's values by knob name, else the module's."""
+
+    def __init__(self, overrides=None):
+        if isinstance(overrides, _Knobs):
+            overrides = overrides.overrides
+        self.overrides = dict(overrides or {})
+        unknown = [name for name in self.overrides if not (name.isupper() and name in globals())]
+        if unknown:
+            raise ValueError(f"not knobs of kernels.fmha_sm90: {unknown}")
+
+    def __getattr__(self, name: str):
+        return self.overrides[name] if name in self.overrides else globals()[name]
+
+
 def _per_config(knob, head_dim: int, masked: bool):
     """A knob that is one value, or a dict {(head dim, crosses a diagonal): value} like TILES."""
     return knob[(head_dim, masked)] if isinstance(knob, dict) else knob
@@ -292,62 +307,67 @@ def wide_keys(head_dim: int, sk: int) -> bool:
     return sk >= WIDE_KEYS_MIN and head_dim in WIDE_KEY_TILES
 
 
-def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool = False, wide_keys: bool = False) -> Config:
+def config_for(
+    head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool = False, wide_keys: bool = False, knobs=None
+) -> Config:
     """The knobs' current values for one configuration (TILES, NVFP4_TILES for the NVFP4
-    output, WIDE_KEY_TILES for a call with many keys: `wide_keys`, or TILE_OVERRIDE when set)."""
+    output, WIDE_KEY_TILES for a call with many keys: `wide_keys`, or TILE_OVERRIDE when set).
+    `knobs`: {knob name: value} read instead of the module's (a sweep's variant, without
+    touching the module: `bench/fmha_sass.py`); None: the module's values."""
+    k = _Knobs(knobs)
     masked = has_left or has_right
-    wide = WIDE_KEY_TILES.get(head_dim) if wide_keys and not masked and not nvfp4_out else None
-    block_m, block_n = TILE_OVERRIDE or wide or (nvfp4_out and NVFP4_TILES.get((head_dim, masked))) or TILES[(head_dim, masked)]
+    wide = k.WIDE_KEY_TILES.get(head_dim) if wide_keys and not masked and not nvfp4_out else None
+    block_m, block_n = k.TILE_OVERRIDE or wide or (nvfp4_out and k.NVFP4_TILES.get((head_dim, masked))) or k.TILES[(head_dim, masked)]
     if block_m % 64 or not 64 <= block_m <= 192 or block_n % 16 or not 16 <= block_n <= 256:
         raise ValueError(f"tile ({block_m}, {block_n}): BLOCK_M must be 64, 128 or 192, BLOCK_N a multiple of 16 up to 256")
-    pingpong = _per_config(PINGPONG, head_dim, masked)
-    if wide is not None and WIDE_KEY_PINGPONG is not None:
-        pingpong = bool(WIDE_KEY_PINGPONG)
+    pingpong = _per_config(k.PINGPONG, head_dim, masked)
+    if wide is not None and k.WIDE_KEY_PINGPONG is not None:
+        pingpong = bool(k.WIDE_KEY_PINGPONG)
     if pingpong and block_m < 128:
         raise ValueError("PINGPONG takes turns between two or three consumer warpgroups (BLOCK_M = 128 or 192)")
-    if isinstance(PERSISTENT, dict):
-        persistent = PERSISTENT[(head_dim, masked)]
-    elif PERSISTENT in (True, False, "auto"):
-        persistent = PERSISTENT is True or (PERSISTENT == "auto" and head_dim == 64 and not masked)
+    if isinstance(k.PERSISTENT, dict):
+        persistent = k.PERSISTENT[(head_dim, masked)]
+    elif k.PERSISTENT in (True, False, "auto"):
+        persistent = k.PERSISTENT is True or (k.PERSISTENT == "auto" and head_dim == 64 and not masked)
     else:
-        raise ValueError(f"PERSISTENT must be True, False, 'auto' or a dict like TILES, not {PERSISTENT!r}")
-    fma_cols = round(EXP2_FMA.get((head_dim, masked), 0.0) * block_n / 4)
-    order = _per_config(ORDER, head_dim, masked)
+        raise ValueError(f"PERSISTENT must be True, False, 'auto' or a dict like TILES, not {k.PERSISTENT!r}")
+    fma_cols = round(k.EXP2_FMA.get((head_dim, masked), 0.0) * block_n / 4)
+    order = _per_config(k.ORDER, head_dim, masked)
     if order not in ("stride", "snake", "dynamic"):
-        raise ValueError(f"ORDER must be 'stride', 'snake', 'dynamic' or a dict of them like TILES, not {ORDER!r}")
-    stages = ring_stages(head_dim, masked)
-    q_stages = _per_config(Q_STAGES, head_dim, masked)
+        raise ValueError(f"ORDER must be 'stride', 'snake', 'dynamic' or a dict of them like TILES, not {k.ORDER!r}")
+    stages = ring_stages(head_dim, masked, k)
+    q_stages = _per_config(k.Q_STAGES, head_dim, masked)
     if q_stages not in (1, 2):
-        raise ValueError(f"Q_STAGES must be 1 or 2 (or a dict of them like TILES), not {Q_STAGES!r}")
+        raise ValueError(f"Q_STAGES must be 1 or 2 (or a dict of them like TILES), not {k.Q_STAGES!r}")
     # the wide build: O from registers straight to global memory (no room for an O buffer beside its K/V stages)
     o_direct = wide is not None and not nvfp4_out
-    tma_store = bool(_per_config(TMA_STORE, head_dim, masked)) and not o_direct
+    tma_store = bool(_per_config(k.TMA_STORE, head_dim, masked)) and not o_direct
 
     def smem_bytes(q_buffers: int) -> int:
         """Barriers (the first kilobyte), Q's buffers, O's (unless o_direct), the K and V rings."""
         o_buffers = 0 if o_direct else 1
         return 1024 + (q_buffers + o_buffers) * block_m * head_dim * 2 + 2 * stages * block_n * head_dim * 2
 
-    rescale_threshold = _per_config(RESCALE_THRESHOLD, head_dim, masked)
+    rescale_threshold = _per_config(k.RESCALE_THRESHOLD, head_dim, masked)
     if rescale_threshold is not None and not (isinstance(rescale_threshold, (int, float)) and 0 <= rescale_threshold <= 16):
-        raise ValueError(f"RESCALE_THRESHOLD must be None or a number of log2 units in [0, 16] (or a dict like TILES), not {RESCALE_THRESHOLD!r}")
+        raise ValueError(f"RESCALE_THRESHOLD must be None or a number of log2 units in [0, 16] (or a dict like TILES), not {k.RESCALE_THRESHOLD!r}")
     rescale_threshold = None if rescale_threshold is None else float(rescale_threshold)
-    cluster = _per_config(CLUSTER, head_dim, masked)
+    cluster = _per_config(k.CLUSTER, head_dim, masked)
     if cluster not in (1, 2):
-        raise ValueError(f"CLUSTER must be 1 or 2 (or a dict of them like TILES), not {CLUSTER!r}")
+        raise ValueError(f"CLUSTER must be 1 or 2 (or a dict of them like TILES), not {k.CLUSTER!r}")
     cluster = 1 if masked else cluster  # (a diagonal: the cluster's tiles would visit different key blocks)
-    offload = bool(_per_config(NVFP4_OFFLOAD, head_dim, masked))
+    offload = bool(_per_config(k.NVFP4_OFFLOAD, head_dim, masked))
     if cluster > 1 and persistent and order == "dynamic":
         raise ValueError("CLUSTER > 1 takes a static ORDER ('stride' or 'snake'): the dynamic order draws a tile per CTA, not per cluster")
-    tail_split = bool(_per_config(TAIL_SPLIT, head_dim, masked)) and not masked and persistent and order != "dynamic"
+    tail_split = bool(_per_config(k.TAIL_SPLIT, head_dim, masked)) and not masked and persistent and order != "dynamic"
     tail_split = tail_split and cluster == 1 and not nvfp4_out  # (and no sink: _FmhaSm90)
-    if TAIL_PIECES_TRIGGER not in ("start", "last_load"):
-        raise ValueError(f"TAIL_PIECES_TRIGGER must be 'start' or 'last_load', not {TAIL_PIECES_TRIGGER!r}")
-    tail_split = (TAIL_PIECES_TRIGGER if TAIL_COMBINE_PDL else "plain") if tail_split else False  # (how the pieces and the combine launch)
-    if q_stages == 2 and smem_bytes(2) > SHARED_MEMORY_BYTES:
+    if k.TAIL_PIECES_TRIGGER not in ("start", "last_load"):
+        raise ValueError(f"TAIL_PIECES_TRIGGER must be 'start' or 'last_load', not {k.TAIL_PIECES_TRIGGER!r}")
+    tail_split = (k.TAIL_PIECES_TRIGGER if k.TAIL_COMBINE_PDL else "plain") if tail_split else False  # (how the pieces and the combine launch)
+    if q_stages == 2 and smem_bytes(2) > k.SHARED_MEMORY_BYTES:
         q_stages = 1  # a second Q buffer only where it fits (not beside the wider tiles: 128 x 160 at D=128)
     smem = smem_bytes(q_stages)
-    if smem > SHARED_MEMORY_BYTES:
+    if smem > k.SHARED_MEMORY_BYTES:
         raise ValueError(
             f"tile ({block_m}, {block_n}) at D={head_dim} with {stages} K/V stages needs {smem} bytes of shared memory a CTA "
             f"(one Q buffer); sm_90a gives at most {SHARED_MEMORY_BYTES}"
@@ -356,27 +376,27 @@ def config_for(head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool =
         block_m=block_m,
         block_n=block_n,
         stages=stages,
-        overlap=INTRA_WG_OVERLAP,
+        overlap=k.INTRA_WG_OVERLAP,
         pingpong=pingpong,
         max_ctas=sm_count() // cluster * cluster if persistent else 2**31 - 1,
         fma_cols=fma_cols,
         order=order,
-        mask_loops=mask_loops(head_dim, masked, wide is not None),
-        section_bytes=SECTION_BYTES if order == "dynamic" else 0,
-        late_rescale=INTRA_WG_OVERLAP and bool(_per_config(LATE_RESCALE, head_dim, masked)),
-        interleaved=bool(_per_config(SOFTMAX_INTERLEAVED, head_dim, masked)),
-        mask_relative=bool(_per_config(MASK_RELATIVE, head_dim, masked)),
-        stmatrix=bool(_per_config(STMATRIX, head_dim, masked)),
+        mask_loops=mask_loops(head_dim, masked, wide is not None, knobs=k),
+        section_bytes=k.SECTION_BYTES if order == "dynamic" else 0,
+        late_rescale=k.INTRA_WG_OVERLAP and bool(_per_config(k.LATE_RESCALE, head_dim, masked)),
+        interleaved=bool(_per_config(k.SOFTMAX_INTERLEAVED, head_dim, masked)),
+        mask_relative=bool(_per_config(k.MASK_RELATIVE, head_dim, masked)),
+        stmatrix=bool(_per_config(k.STMATRIX, head_dim, masked)),
         tma_store=tma_store,
-        k_ahead=bool(_per_config(K_AHEAD, head_dim, masked)),
-        v_wait_late=INTRA_WG_OVERLAP and bool(_per_config(V_WAIT_LATE, head_dim, masked)),
+        k_ahead=bool(_per_config(k.K_AHEAD, head_dim, masked)),
+        v_wait_late=k.INTRA_WG_OVERLAP and bool(_per_config(k.V_WAIT_LATE, head_dim, masked)),
         q_stages=q_stages,
         cluster=cluster,
         nvfp4_offload=offload,
         rescale_threshold=rescale_threshold,
         tail_split=tail_split,
         o_direct=o_direct,
-        inf_guard_unmasked=bool(_per_config(UNMASKED_INF_GUARD, head_dim, masked)),
+        inf_guard_unmasked=bool(_per_config(k.UNMASKED_INF_GUARD, head_dim, masked)),
     )
 
 
@@ -418,20 +438,21 @@ def _tail_tiles(config: Config, b: int, sq: int, hq: int) -> tuple[int, int]:
     return ctas, n_tiles % ctas if ctas else 0
 
 
-def ring_stages(head_dim: int, masked: bool) -> int:
+def ring_stages(head_dim: int, masked: bool, knobs=None) -> int:
     """STAGES for one configuration (an int, or a dict by (head dim, crosses a diagonal))."""
-    return _per_config(STAGES, head_dim, masked)
+    return _per_config(_Knobs(knobs).STAGES, head_dim, masked)
 
 
-def mask_loops(head_dim: int, masked: bool, wide: bool = False, packed: bool = False) -> bool:
+def mask_loops(head_dim: int, masked: bool, wide: bool = False, packed: bool = False, knobs=None) -> bool:
     """MASK_LOOPS for one configuration (a bool, or a dict by (head dim, crosses a diagonal); absent = False).
     Without a diagonal never for the wide build (`wide`: WIDE_KEY_TILES' tile, 6% slower with it);
     the packed split-KV kernel (`packed`) there follows SPLIT_MASK_LOOPS."""
+    k = _Knobs(knobs)
     if not masked and wide:
         return False
     if not masked and packed:
-        return bool(SPLIT_MASK_LOOPS)
-    return MASK_LOOPS.get((head_dim, masked), False) if isinstance(MASK_LOOPS, dict) else bool(MASK_LOOPS)
+        return bool(k.SPLIT_MASK_LOOPS)
+    return k.MASK_LOOPS.get((head_dim, masked), False) if isinstance(k.MASK_LOOPS, dict) else bool(k.MASK_LOOPS)
 
 
 @functools.cache
