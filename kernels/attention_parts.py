@@ -1,4 +1,4 @@
-"""What the FMHA paths (`fmha.py`'s mma.sync kernel, `fmha_decode.py`'s split kernels,
+"""What the FMHA paths (`fmha_sm80.py`'s mma.sync kernel, `fmha_decode.py`'s split kernels,
 `fmha_sm90.py`'s wgmma kernel) share.
 
 Called while a kernel is traced (plain Python, and `store_nvfp4`, a @cute.jit function):
@@ -42,7 +42,7 @@ def fake_io_pointers(dt) -> tuple:
 
 
 def fake_arguments(dt) -> tuple:
-    """Compile-time stand-ins for the attention host functions' arguments (fmha.py's and
+    """Compile-time stand-ins for the attention host functions' arguments (fmha_sm80.py's and
     fmha_sm90.py's call): q, k, v, out, lse, sink, the NVFP4 outputs, counters, the tail
     split's partial O and LSE and piece count, b, sq, sk, hq, hkv, scale_log2, left, right, stream."""
     return (

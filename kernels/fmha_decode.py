@@ -26,7 +26,7 @@ counts is streaming K/V once with enough bytes in flight on every SM.
     LSE [B, Hq, Sq] (natural log). An empty split has LSE_i = -inf and O_i = 0 (written,
     never garbage), so it weighs 0. Where it runs depends on the tile (below).
 
-Two split kernels, both `fmha._Fmha`'s mma.sync pieces (cp.async K/V tiles of 64 keys,
+Two split kernels, both `fmha_sm80._Fmha`'s mma.sync pieces (cp.async K/V tiles of 64 keys,
 ldmatrix, m16n8k16, online softmax; sm_80+), K/V through a ring of STAGES = 3 (K, V) pairs
 (two blocks, 64 KB at D = 128, in flight while one is computed; 112 KB of shared memory):
   - `split_kernel`, 17..256 packed rows: 64-row tiles, 4 warps of 16 rows (a warp whose rows
