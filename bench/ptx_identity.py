@@ -2,6 +2,7 @@
 
     python bench/ptx_identity.py --out ptx.json                 # record
     python bench/ptx_identity.py --compare ptx.json [--out new.json] [--dump DIR]
+    python bench/ptx_identity.py --compare bench/data/ptx_identity.json   # against the last record
 
 Compiles each build below on the CPU for its target (no GPU: fake pointers, CuTeDSL's
 `CUTE_DSL_ARCH`/`--gpu-arch`), keeps its PTX (`CUTE_DSL_KEEP=ptx`, no JIT cache), and writes
@@ -28,7 +29,9 @@ its compile-time key (has-left, has-right, sink, dtype, head dim, output, path, 
 and more on a busy shared machine. The builds run round-robin over the five families and the
 JSON is rewritten after each, so a run cut short is a sample of every family; `--common` with
 `--compare` then compares the builds both sides have. `--from-dump DIR` rebuilds the JSON from
-the PTX files a `--dump DIR` run left.
+the PTX files a `--dump DIR` run left. `bench/data/ptx_identity.json`: the record of main at
+c4151d6 and of issue 36's refactor (the same 153 hashes; nvidia-cutlass-dsl 4.8.1, sm_90a
+builds on a CPU machine): another CuTeDSL release gives other PTX.
 """
 
 from __future__ import annotations
