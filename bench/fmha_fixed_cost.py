@@ -5,7 +5,7 @@
 Why (session 20): under ncu at 4x16x4096x128 every SM of our main kernel was inactive for at
 least 26.7 k of its 1.328 M elapsed cycles (the busiest SM active 1.301 M), FA3's for 10.6 k of
 1.273 M, which looked like about 10 us a launch that no tile's work explains. (It was not: the
-H200 run, bench/h200/fmha_sched/s20/f, found the intercepts even, 13.7 / 13.8 us, and the gap in
+H200 run, 4161db4:bench/h200/fmha_sched/s20/f, found the intercepts even, 13.7 / 13.8 us, and the gap in
 the slope at two tiles a CTA.) Here B = 1 and H = 132 heads of D = 128, so Sq = 128 is one 128-row tile per SM (both kernels are persistent with 132 CTAs) and Sq =
 256 two; the time against the key count is a line whose intercept is what a launch costs
 beyond its key blocks (launch, prologue, the first loads, the epilogue, the drain) and whose

@@ -25,8 +25,9 @@ on): max |out - ref| against the float64 reference for ours, FA3 and FA4 on the 
 ours must not exceed the larger of theirs.
 
 TFLOP/s = 4 * B * Hq * D * (unmasked (query, key) pairs). `--variants` also times our kernel
-with other knob settings of `kernels.fmha_sm90` (VARIANTS; "before" is the kernel as committed at
-BEFORE_REV, read from git history or FMHA_BEFORE_FILE) on VARIANT_CASES.
+with other knob settings of `kernels.fmha_sm90` (VARIANTS) on VARIANT_CASES. (An older kernel is
+timed from a checkout of its commit: the variant that swapped a kernel file from git history
+into the launch path left with it, 2026-12-04.)
 
 Writes DIR/fmha_peers.json (every row), DIR/fmha_peers.md (the tables) and, with --results,
 read-modify-writes only the `fmha_*` keys of that results file (entries `fmha_<case>` with
@@ -39,15 +40,10 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import functools
-import importlib.util
 import json
 import math
-import os
 import pathlib
-import subprocess
 import sys
-import tempfile
 import traceback
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -99,7 +95,7 @@ def _cand(d64c=(128, 128), **knobs):
     return {"TILES": {**_T128, (64, False): (192, 128), (64, True): d64c}, "PERSISTENT": True, "PINGPONG": pp, **knobs}
 
 
-# name: {knob: value} of kernels.fmha_sm90 ("before": the previous kernel file)
+# name: {knob: value} of kernels.fmha_sm90
 # (a name may carry a suffix "#2" to time the same variant again later in the run)
 _D64_ONLY = {(64, False): True, (64, True): True, (128, False): False, (128, True): False}
 _D64_UNMASKED = {(64, False): True, (64, True): False, (128, False): False, (128, True): False}
@@ -110,7 +106,6 @@ _DYN_DIAG = {(64, False): "snake", (64, True): "dynamic", (128, False): "snake",
 _D64C_192 = {"MASK_RELATIVE": True, "TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)},
              "SOFTMAX_INTERLEAVED": {(64, False): True, (64, True): False, (128, False): False, (128, True): False}}
 VARIANTS = {
-    "before": None,
     "now": {},
     "head_774a43d": {"TILES": _T128, "PERSISTENT": "auto", "PINGPONG": False, "ORDER": "stride"},  # the knobs' values at 774a43d
     "one_cta_per_tile": {"PERSISTENT": False},
@@ -164,7 +159,6 @@ VARIANTS = {
     "k_ahead": {"K_AHEAD": True},
     "v_wait_late": {"V_WAIT_LATE": True},
     "k_ahead_v_late": {"K_AHEAD": True, "V_WAIT_LATE": True},
-    "cache_hints": {"CACHE_HINTS": True},  # FA3's L2 priorities: K/V evict-last, Q evict-first
     "no_k_ahead": {"K_AHEAD": False},
     "q2": {"Q_STAGES": 2},  # Q double-buffered: the next tile's Q loads while this one runs
     # session 9, with two Q buffers: D=128 without a mask, the TMA store of O and/or the scheduler barrier (s9/r2)
@@ -183,13 +177,6 @@ VARIANTS = {
     "no_combine_pdl": {"fmha_decode.COMBINE_PDL": False},  # COMBINE_PDL off (the default since session 8)
     "plain_combine": {"fmha_decode.COMBINE_PDL": False, "SPLIT_COMBINE_PDL_MAX": 0},  # every combine a plain launch (before session 11)
     "combine_pdl": {"fmha_decode.COMBINE_PDL": True},  # session 6-7's default
-    # P through shared memory (P_SMEM) with the wider D=64 tiles it lets fit (FA3: 192 x 192
-    # without a mask, 192 x 128 causal); compiled without spills, first timing pending
-    "p_smem_d64_176": {"P_SMEM": _D64_UNMASKED, "TILES": {**_T128, (64, False): (192, 176)}},
-    "p_smem_d64_160": {"P_SMEM": _D64_UNMASKED, "TILES": {**_T128, (64, False): (192, 160)}},
-    "p_smem_d64_192": {"P_SMEM": _D64_UNMASKED, "TILES": {**_T128, (64, False): (192, 192)}},
-    "p_smem_d64_128": {"P_SMEM": _D64_UNMASKED, "TILES": {**_T128, (64, False): (192, 128)}},
-    "p_smem_d64c_192": {"P_SMEM": _D64_ONLY, "TILES": {**_T128, (64, False): (192, 176), (64, True): (192, 128)}},
     # session 7: O rescaled after the softmax (FA3/FA4's place), outside PINGPONG's turn
     "late_rescale": {"LATE_RESCALE": True},
     "late_rescale_d64": {"LATE_RESCALE": _D64_ONLY},
@@ -203,14 +190,11 @@ VARIANTS = {
     "sm_inter128": {"SOFTMAX_INTERLEAVED": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
     "sm_inter128_causal": {"SOFTMAX_INTERLEAVED": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
     "mask_relative": {"MASK_RELATIVE": True},
-    # O (and P with P_SMEM) into shared memory by stmatrix (session 7, compiled only); FA3's D=64
-    # tile 192 x 192 with P in shared memory then compiles without spills (112 bytes before)
+    # O into shared memory by stmatrix (session 7)
     "stmatrix": {"STMATRIX": True},
     # O out by one TMA store a warpgroup (FA3's epilogue; session 7, compiled only)
     "tma_store": {"TMA_STORE": True},
     "tma_store_stm": {"TMA_STORE": True, "STMATRIX": True},
-    "stm_p_smem_d64_192": {"STMATRIX": True, "P_SMEM": _D64_UNMASKED, "TILES": {**_T128, (64, False): (192, 192)}},
-    "stm_p_smem_d64_176": {"STMATRIX": True, "P_SMEM": _D64_UNMASKED, "TILES": {**_T128, (64, False): (192, 176)}},
     # 128 x 160 at D=128 without a mask, P converted in pairs (no C7519 since session 7; FA3's
     # 128 x 176 does not fit our shared memory with O's own buffer)
     "d128_160": {"TILES": {**_T128, (64, False): (192, 128), (128, False): (128, 160)}},
@@ -234,28 +218,11 @@ VARIANTS = {
     "dyn_d128c_pp": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "PINGPONG": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
     # session 10: K/V shared by clusters of two CTAs by multicast TMA (FA3's ClusterM = 2 at D=128
     # without a mask); "cluster" takes it at D=64 without a mask too
-    "cluster": {"CLUSTER": 2, "O_IN_V": False, "TILES": _T_NOW},
-    "cluster128": {"CLUSTER": {(64, False): 1, (64, True): 1, (128, False): 2, (128, True): 1}, "O_IN_V": False, "TILES": _T_NOW},
+    "cluster": {"CLUSTER": 2, "TILES": _T_NOW},
+    "cluster128": {"CLUSTER": {(64, False): 1, (64, True): 1, (128, False): 2, (128, True): 1}, "TILES": _T_NOW},
     # the NVFP4 output quantized by two warps of the producer warpgroup (time with --variant-cases n0,n1,n2)
     "nvfp4_offload": {"NVFP4_OFFLOAD": True},
     "no_nvfp4_offload": {"NVFP4_OFFLOAD": False},  # the consumers quantize (before session 10)
-    # the offload everywhere, the consumers quantizing rows themselves while their last ones are not back (prepared in session 10)
-    "nvfp4_fallback": {"NVFP4_OFFLOAD": True, "NVFP4_OFFLOAD_FALLBACK": True},
-    "nvfp4_fallback128": {"NVFP4_OFFLOAD": {(64, False): False, (64, True): False, (128, False): True, (128, True): True},
-                          "NVFP4_OFFLOAD_FALLBACK": True},
-    # session 11: O's buffer over the V ring (FA3's layout), which makes room for FA3's 128 x 176 at
-    # D=128 without a mask (one Q buffer) or 128 x 160 with two; the NVFP4 build keeps 128 x 128
-    "o_in_v": {"O_IN_V": _D128_UNMASKED},
-    "o_in_v176": {"O_IN_V": _D128_UNMASKED, "TILES": {**_T_NOW, (128, False): (128, 176)}, "NVFP4_TILES": {(128, False): (128, 128)}},
-    "o_in_v160": {"O_IN_V": _D128_UNMASKED, "TILES": {**_T_NOW, (128, False): (128, 160)}, "NVFP4_TILES": {(128, False): (128, 128)}},
-    # O in the stage of the tile's last V (the next tile's first V loads at once; prepared in session 11, untimed)
-    "o_last_v": {"O_IN_V": {**_D128_UNMASKED, (128, False): "last_v"}},
-    "o_last_v160": {"O_IN_V": {**_D128_UNMASKED, (128, False): "last_v"}, "TILES": {**_T_NOW, (128, False): (128, 160)},
-                    "NVFP4_TILES": {(128, False): (128, 128)}},
-    "o_last_v176": {"O_IN_V": {**_D128_UNMASKED, (128, False): "last_v"}, "TILES": {**_T_NOW, (128, False): (128, 176)},
-                    "NVFP4_TILES": {(128, False): (128, 128)}},
-    "o_in_v176_pp": {"O_IN_V": _D128_UNMASKED, "TILES": {**_T_NOW, (128, False): (128, 176)}, "NVFP4_TILES": {(128, False): (128, 128)},
-                     "PINGPONG": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
     # FA3's loop order at D=128 without a mask (its SASS, s11/p2/c0): O rescaled after the P V
     # completes, and the V wait between the S and the P V issues
     "late_rescale128": {"LATE_RESCALE": True},
@@ -311,39 +278,17 @@ VARIANTS = {
     # pieces), and the pieces allowed only once every main CTA has issued its last load
     "tail_split_model0": {"TAIL_SPLIT": True, "TAIL_LAUNCH_COST": 0.0},
     "tail_split_last_load": {"TAIL_SPLIT": True, "TAIL_PIECES_TRIGGER": "last_load"},
-    # a key block's P converted at the next block's start, after the previous P V (ptxas then runs
-    # the whole softmax beside the P V: fmha_sm90.P_CONVERT_NEXT); everywhere, or at D=128 only
-    "p_next": {"P_CONVERT_NEXT": True},
-    "p_next128": {"P_CONVERT_NEXT": {(64, False): False, (64, True): False, (128, False): True, (128, True): True}},
     "split_rescale8": {"SPLIT_RESCALE_THRESHOLD": 8.0},  # the packed split-KV (decode) kernel with the skip
-    "rescale8_lv160": {"RESCALE_THRESHOLD": 8.0, "O_IN_V": {**_D128_UNMASKED, (128, False): "last_v"},
-                       "TILES": {**_T_NOW, (128, False): (128, 160)}, "NVFP4_TILES": {(128, False): (128, 128)}},
     "d128_160_persistent": {"TILES": {**_T128, (128, False): (128, 160)},
                             "PERSISTENT": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
-    # session 14: O from registers to global memory at D=128 (fmha_sm90.O_DIRECT: no O buffer, so
-    # FA3's wider key tiles fit without O over V); with and without a diagonal, then the wider tiles
-    "o_direct": {"O_DIRECT": {(64, False): False, (64, True): False, (128, False): True, (128, True): True}},
-    # session 18: is O_DIRECT's loss the late V release starving a two-stage ring? Its freed 32 KB
-    # hold a third K/V stage (one Q buffer then: 225 KB); one Q buffer alone separates the two
-    "o_direct_s3": {"O_DIRECT": {(64, False): False, (64, True): False, (128, False): True, (128, True): True},
-                    "STAGES": {(64, False): 2, (64, True): 2, (128, False): 3, (128, True): 3}},
-    "o_direct_q1": {"O_DIRECT": {(64, False): False, (64, True): False, (128, False): True, (128, True): True},
-                    "Q_STAGES": {(64, False): 2, (64, True): 2, (128, False): 1, (128, True): 1}},
-    # ncu (s18/n): O_DIRECT's extra time is mostly its S wgmma's wait (the other warpgroup's wgmmas
-    # queued ahead of it?); with FA3's scheduler barrier the two take turns issuing (D=128 unmasked)
+    # FA3's scheduler barrier at D=128 unmasked: the two consumer warpgroups take turns issuing
     "pp128": {"PINGPONG": _PP128},
-    "o_direct_pp": {"O_DIRECT": _D128_UNMASKED, "PINGPONG": _PP128},
     "wide192_pp": {"WIDE_KEY_TILES": {128: (128, 192)}, "WIDE_KEY_PINGPONG": True},
     "wide176_pp": {"WIDE_KEY_TILES": {128: (128, 176)}, "WIDE_KEY_PINGPONG": True},
     # the same from 4096 keys (4096 in blocks of 192: 3% of the last block wasted; FA3's 176 wastes 3% too)
     "wide192_pp_4096": {"WIDE_KEY_TILES": {128: (128, 192)}, "WIDE_KEY_PINGPONG": True, "WIDE_KEYS_MIN": 4096},
     "wide176_pp_4096": {"WIDE_KEY_TILES": {128: (128, 176)}, "WIDE_KEY_PINGPONG": True, "WIDE_KEYS_MIN": 4096},
-    "o_direct_causal": {"O_DIRECT": {(64, False): False, (64, True): False, (128, False): False, (128, True): True}},
-    **{
-        f"o_direct{n}": {"O_DIRECT": _D128_UNMASKED, "TILES": {**_T_NOW, (128, False): (128, n)}, "NVFP4_TILES": {(128, False): (128, 128)}}
-        for n in (160, 176, 192)
-    },
-    # the wider tile only for calls with at least WIDE_KEYS_MIN (8192) keys (with O_DIRECT: config_for)
+    # the wider tile only for calls with at least WIDE_KEYS_MIN (8192) keys (O from registers: config_for)
     **{f"wide{n}": {"WIDE_KEY_TILES": {128: (128, n)}, "WIDE_KEY_PINGPONG": None} for n in (160, 176, 192)},
     "no_wide": {"WIDE_KEY_TILES": {}},  # (128 x 128 whatever the keys: the default)
     # session 19: FA3's whole order at D=128 (hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp with
@@ -354,10 +299,6 @@ VARIANTS = {
                      "V_WAIT_LATE": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
     "fa3_order_causal": {"PINGPONG": {(64, False): True, (64, True): True, (128, False): False, (128, True): True},
                          "V_WAIT_LATE": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
-    # the 128 x 192 tile with a diagonal too (O_DIRECT: no O buffer beside 192's stages; the barrier)
-    "wide_causal": {"TILES": {**_T_NOW, (128, True): (128, 192)}, "O_DIRECT": {(64, False): False, (64, True): False, (128, False): False, (128, True): True},
-                    "PINGPONG": {(64, False): True, (64, True): True, (128, False): False, (128, True): True}},
-    "wide_causal_nopp": {"TILES": {**_T_NOW, (128, True): (128, 192)}, "O_DIRECT": {(64, False): False, (64, True): False, (128, False): False, (128, True): True}},
     # session 19: TMA_STORE with a diagonal again (session 9's -1% predates the two key loops at D=128
     # causal, which ptxas keeps apart only with it: 609 + 465 SASS instructions, one merged loop of 851 without)
     "tma_causal": {"TMA_STORE": {(64, False): True, (64, True): True, (128, False): True, (128, True): True}},
@@ -372,11 +313,6 @@ VARIANTS = {
     "wide192_fa3": {"WIDE_KEY_TILES": {128: (128, 192)}, "WIDE_KEY_PINGPONG": True,
                     "LATE_RESCALE": {(64, False): True, (64, True): True, (128, False): True, (128, True): True},
                     "V_WAIT_LATE": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
-    # O through Q's buffer (O_IN_Q, a stage a consumer warpgroup) instead of O_DIRECT in the wide build
-    "wide192_oq": {"WIDE_KEY_TILES": {128: (128, 192)}, "WIDE_KEY_PINGPONG": True, "WIDE_KEY_O_IN_Q": True},
-    "wide192_oq_nopp": {"WIDE_KEY_TILES": {128: (128, 192)}, "WIDE_KEY_PINGPONG": False, "WIDE_KEY_O_IN_Q": True},
-    # and at 128 x 128 (O_IN_Q there: one Q buffer instead of two, no O buffer): what the alias costs
-    "oq128": {"O_IN_Q": {(64, False): False, (64, True): False, (128, False): True, (128, True): False}},
     "wide192_pp_late": {"WIDE_KEY_TILES": {128: (128, 192)}, "WIDE_KEY_PINGPONG": True,
                         "LATE_RESCALE": {(64, False): True, (64, True): True, (128, False): True, (128, True): True}},
 }
@@ -537,37 +473,6 @@ def nvfp4_epilogue(torch, rows: list):
         rows.append(row)
 
 
-# the kernel the "before" variant times: kernels/fmha_sm90.py as committed at FMHA_BEFORE_REV
-# (default: session 6's first dynamic scheduler; the "before" of bench/RESULTS.md's h12 runs
-# 1-3 was 0e21c00, whose host function predates the counters argument)
-# (session 12 added three arguments to the attention host call, the tail split's: a kernel file
-# from before then has to take them, as kernels/fmha.py's mma_sync host function does, unread)
-BEFORE_REV = os.environ.get("FMHA_BEFORE_REV", "3e4c70a")
-
-
-@functools.cache
-def load_before():
-    """kernels.fmha_sm90 at BEFORE_REV: read from git history, or from the file named by
-    FMHA_BEFORE_FILE where the tree has no history (the GPU machine: stage it with
-    `git show REV:kernels/fmha_sm90.py > .dev/before/fmha_sm90.py` and carry .dev/before).
-    Its launches go through kernels.ops like the current module's: the callers clear ops'
-    launch cache whenever they swap modules (both build the same configuration keys)."""
-    path = os.environ.get("FMHA_BEFORE_FILE")
-    if not path:
-        try:
-            source = subprocess.run(["git", "show", f"{BEFORE_REV}:kernels/fmha_sm90.py"], cwd=ROOT,
-                                    capture_output=True, text=True, check=True).stdout
-        except (OSError, subprocess.CalledProcessError) as e:
-            raise SystemExit(f"fmha_peers: the 'before' variant needs git history ({BEFORE_REV}) or "
-                             f"FMHA_BEFORE_FILE naming that kernel file: {e}") from None
-        path = pathlib.Path(tempfile.mkdtemp(prefix="fmha_before_")) / "fmha_sm90_before.py"
-        path.write_text(source)
-    spec = importlib.util.spec_from_file_location("kernels.fmha_sm90_before", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def variants(torch, names, rows: list, cases=VARIANT_CASES):
     from kernels import fmha, fmha_sm90, ops
 
@@ -576,14 +481,13 @@ def variants(torch, names, rows: list, cases=VARIANT_CASES):
     decode_saved = {k: getattr(fmha_decode, k) for k in ("COMBINE_PDL", "PDL_TRIGGER", "KEY_WARPS_STAGES")}  # knobs of kernels.fmha_decode a variant may name as "fmha_decode.X"
     # every kernels.fmha_sm90 knob any variant names, restored before each variant (a knob left out
     # here would leak into the variants after the one that set it: session 14's first O_DIRECT run)
-    named = {knob for variant in VARIANTS.values() if variant for knob in variant if not knob.startswith("fmha_decode.")}
+    named = {knob for variant in VARIANTS.values() for knob in variant if not knob.startswith("fmha_decode.")}
     saved = {k: getattr(fmha_sm90, k) for k in sorted(named)}
     for name in names:
         knobs = VARIANTS[name.split("#")[0]]
         try:
-            fmha.fmha_sm90 = load_before() if knobs is None else fmha_sm90
-            ops.clear_launch_cache()  # (the before module's configurations are keyed like the current one's)
-            for knob, value in {**saved, **{f"fmha_decode.{k}": v for k, v in decode_saved.items()}, **(knobs or {})}.items():
+            ops.clear_launch_cache()
+            for knob, value in {**saved, **{f"fmha_decode.{k}": v for k, v in decode_saved.items()}, **knobs}.items():
                 module, _, attribute = knob.rpartition(".")
                 setattr(fmha_decode if module == "fmha_decode" else fmha_sm90, attribute, value)
             errs = [check_variant(torch, fmha, c) for c in ACCURACY_CASES]
@@ -606,7 +510,6 @@ def variants(torch, names, rows: list, cases=VARIANT_CASES):
             print(f"variant {name} failed: {type(e).__name__}: {e}", flush=True)
             traceback.print_exc()
         finally:
-            fmha.fmha_sm90 = fmha_sm90
             ops.clear_launch_cache()
             for knob, value in saved.items():
                 setattr(fmha_sm90, knob, value)

@@ -1,6 +1,6 @@
 """The wgmma FMHA's loops in SASS, per knob variant, without a GPU.
 
-    python bench/fmha_sass.py [--variants now,o_direct] [--head-dim 128] [--causal] [--wide-keys] [--out DIR]
+    python bench/fmha_sass.py [--variants now,stmatrix] [--head-dim 128] [--causal] [--wide-keys] [--out DIR]
 
 Each variant (a name of `fmha_peers.VARIANTS`, "now" for the knobs as they are) is compiled
 for sm_90a through the hook (`kernels.fmha_sm90._compile`, bf16, no sink), its cubin
@@ -32,27 +32,22 @@ SHOWN = ("HGMMA", "MUFU", "F2FP", "FMNMX", "FMUL", "FADD", "FFMA", "FSEL", "BAR"
 
 
 def variant_sass(name: str, head_dim: int, causal: bool, workdir: str, wide_keys: bool = False) -> str:
-    """The SASS of the FMHA kernel built with variant `name`'s knobs (restored afterwards);
-    `wide_keys`: the build for calls with at least WIDE_KEYS_MIN keys (WIDE_KEY_TILES)."""
+    """The SASS of the FMHA kernel built with variant `name`'s knobs (passed to config_for as
+    values: the module is not touched); `wide_keys`: the build for calls with at least
+    WIDE_KEYS_MIN keys (WIDE_KEY_TILES)."""
     from fmha_peers import VARIANTS
     from kernels import fmha_sm90
 
     knobs = {} if name == "now" else VARIANTS[name]
     if knobs is None:
         raise SystemExit(f"variant {name!r} is another kernel file, not knobs: not supported here")
-    saved = {knob: getattr(fmha_sm90, knob) for knob in knobs}
-    try:
-        for knob, value in knobs.items():
-            setattr(fmha_sm90, knob, value)
-        config = fmha_sm90.config_for(head_dim, False, causal, False, wide_keys)  # (causal: a right limit)
-        dump = os.path.join(workdir, name)
-        os.makedirs(dump, exist_ok=True)  # (CuTeDSL keeps nothing in a folder that does not exist)
-        compiled = fmha_sm90._compile.__wrapped__("bfloat16", head_dim, False, causal, False, "sm_90a",
-                                                  f"--keep-cubin --dump-dir {dump}", False, config)
-        return disassemble(compiled.__cubin__)
-    finally:
-        for knob, value in saved.items():
-            setattr(fmha_sm90, knob, value)
+    knobs = {knob: value for knob, value in knobs.items() if not knob.startswith("fmha_decode.")}  # (the decode kernels' knobs: not this build's)
+    config = fmha_sm90.config_for(head_dim, False, causal, False, wide_keys, knobs=knobs)  # (causal: a right limit)
+    dump = os.path.join(workdir, name)
+    os.makedirs(dump, exist_ok=True)  # (CuTeDSL keeps nothing in a folder that does not exist)
+    compiled = fmha_sm90._compile.__wrapped__("bfloat16", head_dim, False, causal, False, "sm_90a",
+                                              f"--keep-cubin --dump-dir {dump}", False, config)
+    return disassemble(compiled.__cubin__)
 
 
 def pv_wait(opcode: str, operands: str) -> bool:
@@ -78,7 +73,7 @@ def table(texts: dict[str, str], every_loop: bool = False) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--variants", default="now,o_direct")
+    ap.add_argument("--variants", default="now,stmatrix")
     ap.add_argument("--head-dim", type=int, default=128, choices=(64, 128))
     ap.add_argument("--causal", action="store_true")
     ap.add_argument("--wide-keys", action="store_true", help="the build for calls with many keys (WIDE_KEY_TILES)")

@@ -61,10 +61,10 @@ def cases():
             found.append(("quack gemm bf16 -> fp4 (SR epilogue)", arch, lambda arch=arch: quack["gemm_fp4_out_sr"](arch)))
             found.append(("quack gemm bf16 -> fp4 (RN epilogue)", arch, lambda arch=arch: quack["gemm_fp4_out_rn"](arch)))
     try:
-        from kernels import nvfp4
+        from kernels import nvfp4, nvfp4_kernels
 
-        launcher = nvfp4._make_quantize("plain", nvfp4.BLOCKS_PER_THREAD)
-        args = (*nvfp4._fake_args_quantize(nvfp4.INPUT_TYPES["bfloat16"]), nvfp4._stream_arg())
+        launcher = nvfp4_kernels._make_quantize("plain", nvfp4.BLOCKS_PER_THREAD)
+        args = (*nvfp4_kernels._fake_args_quantize(nvfp4.INPUT_TYPES["bfloat16"]), nvfp4_kernels._stream_arg())
     except (ImportError, AttributeError) as e:
         print(f"# kernels.nvfp4 not available ({type(e).__name__}: {e})", file=sys.stderr)
     else:

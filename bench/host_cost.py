@@ -18,7 +18,7 @@ median over `ROUNDS` rounds, garbage collection off during a round. The cases:
   torch.compile takes.
 The results.json ratios come from ours and SDPA timed in alternating rounds (`paired_us`):
 timed one after the other, a host whose load drifts between the two moved the ratio from
-1.05 to 0.64 on the same code (bench/h200/fmha_split run1 and run4).
+1.05 to 0.64 on the same code (4161db4:bench/h200/fmha_split run1 and run4).
 Then cProfile of 2000 calls of each of ours (profile.txt): where the time goes.
 """
 
@@ -100,7 +100,7 @@ def main_gpu(out: pathlib.Path):
     import torch
     import torch.nn.functional as F
 
-    from kernels import fmha, nvfp4, ops
+    from kernels import fmha, fmha_sm80, nvfp4, nvfp4_kernels, ops
     from kernels.torch_device import arch_of
 
     out.mkdir(parents=True, exist_ok=True)
@@ -126,8 +126,8 @@ def main_gpu(out: pathlib.Path):
     direct_a = fmha.compile_attention("bfloat16", 128, False, (-1, -1), False, arch)
     ffi_a = ops._attention_launch(q, k.shape[1], False, -1, -1, "auto", None, None, False)[0]
     counters = torch.zeros(4, dtype=torch.int32, device="cuda")  # (the wgmma kernel's scheduler, if dynamic)
-    gmem = nvfp4.cute.AddressSpace.gmem
-    make_ptr, dt, F32, I32 = nvfp4.make_ptr, fmha.DTYPES["bfloat16"], fmha.F32, fmha.I32
+    gmem = nvfp4_kernels.cute.AddressSpace.gmem
+    make_ptr, dt, F32, I32 = nvfp4_kernels.make_ptr, fmha.DTYPES["bfloat16"], fmha_sm80.F32, fmha_sm80.I32
 
     def direct_quantize():
         direct_q(*nvfp4.quantize_arguments(x, packed, scales, gs), nvfp4._stream(torch, x.device))

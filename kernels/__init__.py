@@ -1,7 +1,18 @@
 """Kernels built on the toolkit: CuTeDSL kernels compiled through `lowering.prelowering()`.
 
-`kernels.nvfp4`: NVFP4 quantize/dequantize (torch API, CuTeDSL kernels);
-`kernels.reference`: their numpy/ml_dtypes reference;
-`kernels.fmha`: FMHA forward (mma.sync path, torch API, float64 reference);
-`kernels.ops`: the torch custom ops over them (`torch.ops.cute_lowering.*`) and the launch path.
+Floors, each importing only the ones below it (tests/test_layers.py reads them from the imports):
+- the public API: `kernels.fmha` (`attention`, the float64 reference) and `kernels.nvfp4`
+  (`quantize`, `dequantize`, `compute_global_scale`, `swizzle_scales`); they call
+- `kernels.ops`: the torch custom ops (`torch.ops.cute_lowering.*`) and the launch path, the
+  only module that imports torch (the API imports it on first use: torch is optional);
+- `kernels.inputs`: the input rules of both;
+- `kernels.fmha_paths`: `compile_attention` over the FMHA paths;
+- the kernel modules, kernels and their compile functions: `fmha_sm90` (the Hopper FMHA's
+  knobs, planning and compile functions) over `fmha_sm90_split`, `fmha_sm90_kernel`, its mixins
+  `fmha_sm90_schedule`, `fmha_sm90_softmax`, `fmha_sm90_epilogue`, and `fmha_sm90_parts`,
+  `fmha_sm90_config`; `fmha_decode` (split-KV on mma.sync, the combine); `fmha_sm80` (the
+  mma_sync FMHA); `nvfp4_kernels` (quantize, dequantize, amax, global scale);
+- device helpers: `attention_parts` (softmax pieces, layouts, the NVFP4 tile epilogue), `exp2`
+  (exp2 on the FMA units), `nvfp4_block` (NVFP4's block code), `cutedsl_compat`, `torch_device`,
+  and `reference` (the numpy/ml_dtypes NVFP4 reference).
 """

@@ -1,4 +1,4 @@
-"""What the FMHA paths (`fmha.py`'s mma.sync kernel, `fmha_decode.py`'s split kernels,
+"""What the FMHA paths (`fmha_sm80.py`'s mma.sync kernel, `fmha_decode.py`'s split kernels,
 `fmha_sm90.py`'s wgmma kernel) share.
 
 Called while a kernel is traced (plain Python, and `store_nvfp4`, a @cute.jit function):
@@ -19,7 +19,7 @@ import cutlass.cute as cute
 from cutlass.cute.nvgpu import warp
 from cutlass.cute.runtime import make_ptr
 
-from kernels import nvfp4
+from kernels import nvfp4_block
 
 F32 = cutlass.Float32
 I32 = cutlass.Int32
@@ -42,12 +42,12 @@ def fake_io_pointers(dt) -> tuple:
 
 
 def fake_arguments(dt) -> tuple:
-    """Compile-time stand-ins for the attention host functions' arguments (fmha.py's and
+    """Compile-time stand-ins for the attention host functions' arguments (fmha_sm80.py's and
     fmha_sm90.py's call): q, k, v, out, lse, sink, the NVFP4 outputs, counters, the tail
     split's partial O and LSE and piece count, b, sq, sk, hq, hkv, scale_log2, left, right, stream."""
     return (
         *fake_io_pointers(dt),
-        *nvfp4.output_pointers(16, 16, 16),
+        *nvfp4_block.output_pointers(16, 16, 16),
         make_ptr(I32, 16, cute.AddressSpace.gmem, assumed_align=4),
         make_ptr(F32, 16, cute.AddressSpace.gmem, assumed_align=16),
         make_ptr(F32, 16, cute.AddressSpace.gmem, assumed_align=4),
@@ -170,7 +170,7 @@ def nvfp4_outputs(codes_ptr, scales_ptr, global_scale_ptr, b, sq, hq, d: int):
     return codes, scales, cute.make_tensor(global_scale_ptr, cute.make_layout((1,)))
 
 
-PAIR = 2 * nvfp4.BLOCK  # columns a thread takes at a time: two NVFP4 blocks, 16 bytes of codes
+PAIR = 2 * nvfp4_block.BLOCK  # columns a thread takes at a time: two NVFP4 blocks, 16 bytes of codes
 
 
 @cute.jit
@@ -201,7 +201,7 @@ def store_nvfp4(tile, outputs, batch, head, tile_index, rows_valid, tidx, thread
     inv_gs = F32(1.0) / gs
     codes_tile = cute.local_tile(codes[batch, None, head, None], (rows, d // 8), (tile_index, 0))
     scales_tile = cute.local_tile(scales[batch, None, head, None], (rows, d // 16), (tile_index, 0))
-    scale_bytes = scales_tile if scales_tile.element_type == nvfp4.FP8 else cute.recast_tensor(scales_tile, nvfp4.FP8)
+    scale_bytes = scales_tile if scales_tile.element_type == nvfp4_block.FP8 else cute.recast_tensor(scales_tile, nvfp4_block.FP8)
 
     if cutlass.const_expr(not loads_ahead and per_row != 1):
         raise ValueError(f"NVFP4 epilogue: loads_ahead=False takes one row a thread, not {threads} threads for {rows} rows")
@@ -209,7 +209,7 @@ def store_nvfp4(tile, outputs, batch, head, tile_index, rows_valid, tidx, thread
     load = cute.make_tiled_copy_tv(
         cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), tile.element_type, num_bits_per_copy=128),
         cute.make_layout((rows, per_row), stride=(per_row, 1)),
-        cute.make_layout((1, PAIR if loads_ahead else nvfp4.BLOCK)),
+        cute.make_layout((1, PAIR if loads_ahead else nvfp4_block.BLOCK)),
     )
     thr_load = load.get_slice(tidx)
     src = thr_load.partition_S(tile)  # (values of one pair or block, 1, pairs or blocks)
@@ -220,23 +220,23 @@ def store_nvfp4(tile, outputs, batch, head, tile_index, rows_valid, tidx, thread
 
     pairs = cute.size(src, mode=[2]) // (1 if loads_ahead else 2)
     row = where[0, 0, 0][0]
-    block = cute.make_rmem_tensor((nvfp4.BLOCK,), tile.element_type)
+    block = cute.make_rmem_tensor((nvfp4_block.BLOCK,), tile.element_type)
     packed = cute.make_rmem_tensor((4,), cutlass.Uint32)
-    sf = cute.make_rmem_tensor((2,), nvfp4.FP8)
+    sf = cute.make_rmem_tensor((2,), nvfp4_block.FP8)
     for p in cutlass.range_constexpr(pairs):
         pair = where[0, 0, p][1] // PAIR if loads_ahead else p  # which pair of the row
         for half in cutlass.range_constexpr(2):
             if cutlass.const_expr(loads_ahead):
                 # by logical index: the fragment's registers need not be in column order (the
                 # mma_sync tile at D=128 gives ((8,(2,2)),1,(2,2)):((1,(16,32)),0,(64,8)))
-                for j in cutlass.range_constexpr(nvfp4.BLOCK):
-                    block[j] = values[half * nvfp4.BLOCK + j, 0, p]
+                for j in cutlass.range_constexpr(nvfp4_block.BLOCK):
+                    block[j] = values[half * nvfp4_block.BLOCK + j, 0, p]
             else:
                 # the row's block 2p + half, columns in order (one row a thread: blocks in turn)
                 cute.copy(load, src[None, None, 2 * p + half], values[None, None, 2 * p + half])
-                for j in cutlass.range_constexpr(nvfp4.BLOCK):
+                for j in cutlass.range_constexpr(nvfp4_block.BLOCK):
                     block[j] = values[j, 0, 2 * p + half]
-            block_codes, block_sf = nvfp4._quantize_block(block.load(), gs, inv_gs, nvfp4.e2m1_plain)
+            block_codes, block_sf = nvfp4_block._quantize_block(block.load(), gs, inv_gs, nvfp4_block.e2m1_plain)
             packed[2 * half] = block_codes[0]
             packed[2 * half + 1] = block_codes[1]
             sf[half] = block_sf
@@ -244,4 +244,4 @@ def store_nvfp4(tile, outputs, batch, head, tile_index, rows_valid, tidx, thread
             pair_codes = cute.local_tile(codes_tile, (1, PAIR // 8), (row, pair))  # local_tile takes tile indices
             pair_sf = cute.local_tile(scale_bytes, (1, 2), (row, pair))
             cute.copy(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Uint32, num_bits_per_copy=128), packed, pair_codes[0, None])
-            cute.copy(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), nvfp4.FP8, num_bits_per_copy=16), sf, pair_sf[0, None])
+            cute.copy(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), nvfp4_block.FP8, num_bits_per_copy=16), sf, pair_sf[0, None])

@@ -26,7 +26,7 @@ counts is streaming K/V once with enough bytes in flight on every SM.
     LSE [B, Hq, Sq] (natural log). An empty split has LSE_i = -inf and O_i = 0 (written,
     never garbage), so it weighs 0. Where it runs depends on the tile (below).
 
-Two split kernels, both `fmha._Fmha`'s mma.sync pieces (cp.async K/V tiles of 64 keys,
+Two split kernels, both `fmha_sm80._Fmha`'s mma.sync pieces (cp.async K/V tiles of 64 keys,
 ldmatrix, m16n8k16, online softmax; sm_80+), K/V through a ring of STAGES = 3 (K, V) pairs
 (two blocks, 64 KB at D = 128, in flight while one is computed; 112 KB of shared memory):
   - `split_kernel`, 17..256 packed rows: 64-row tiles, 4 warps of 16 rows (a warp whose rows
@@ -67,7 +67,7 @@ from kernels.attention_parts import (
     swizzled_rows_atom,
 )
 from kernels.cutedsl_compat import SmemAllocator
-from kernels.fmha import DTYPES, HEAD_DIMS, _as_operand_a, _Fmha, _mn_view
+from kernels.fmha_sm80 import DTYPES, HEAD_DIMS, _as_operand_a, _Fmha, _mn_view
 
 # --- tuning knobs ---------------------------------------------------------------
 BLOCK_M = 64  # packed rows per CTA: 4 warps x 16 (one m16 MMA row block each)
@@ -75,9 +75,8 @@ KEY_WARPS_ROWS = 16  # at most this many packed rows: one 16-row tile, the 4 war
 BLOCK_N = 64  # keys per streamed K/V tile
 STAGES = 3  # K/V tile pairs in shared memory: two blocks in flight while one is computed
 # the <= 16-row kernel's ring (one CTA an SM, so 227 KB of shared memory: up to 6 stages of 32 KB
-# at D = 128). H200 (bench/h200/fmha_sched/s20/a, TFLOP/s): 4, 5 and 6 stages even with 3 on both
-# Sq = 1 rows (Sk = 4096: 17.3-17.4 all; Sk = 32768: 22.2-22.3 against 22.4): bytes in flight are
-# not what bounds it; bit-identical (test_gpu_key_warps_ring_depth_keeps_the_bits)
+# at D = 128). 4, 5 and 6 stages measured even with 3 at Sq = 1: bytes in flight are not what
+# bounds it (bit-identical: test_gpu_key_warps_ring_depth_keeps_the_bits)
 KEY_WARPS_STAGES = 3
 THREADS = 128
 COMBINE_WARPS = 4  # combine: one warp per packed row, 4 rows per CTA
@@ -85,24 +84,18 @@ COMBINE_WARPS = 4  # combine: one warp per packed row, 4 rows per CTA
 # kernel's CTAs allow it at their start (griddepcontrol.launch_dependents), so its CTAs are
 # scheduled as the split kernel's leave, and each waits (griddepcontrol.wait) until the split
 # kernel has finished and its partials are visible; without PDL the combine starts only after
-# the split kernel's end has gone through the launch queue. H200 (bench/h200/fmha_sched/s8,
-# c3 and c4, two passes each, TFLOP/s, PDL / plain launch; all packed split-KV on sm_90a):
-# 2x32x16 queries x 32768 keys (16 splits) 304-310 / 318-329, 8x32x16 x 4096 (4 splits) 233-238 /
-# 233-242, but 4x32x64 x 8192 and 2x32x128 x 32768 (2 splits each) 532-533 / 520-530 and 664-667 /
-# 658-663: the early-scheduled combine CTAs cost a many-split kernel more than the launch gap they
-# save. Off (session 6 had it on); for small split counts the packed wgmma split kernel takes
-# it anyway (fmha_sm90.SPLIT_COMBINE_PDL_MAX, session 11).
+# the split kernel's end has gone through the launch queue. It pays at 2 splits and costs at
+# 16: the early-scheduled combine CTAs cost a many-split kernel more than the launch gap they
+# save. Off; for small split counts the packed wgmma split kernel takes it anyway
+# (fmha_sm90.SPLIT_COMBINE_PDL_MAX).
 COMBINE_PDL = False
 # where the packed wgmma split kernel (fmha_sm90), when its combine is a PDL (COMBINE_PDL, or
 # fmha_sm90.SPLIT_COMBINE_PDL_MAX), allows the combine: "start", at each CTA's start (as the
 # mma.sync split kernel does); "last_load", once the CTA's producer warp has issued its last K/V
 # load (CUTLASS's GEMMs likewise trigger near the end of their loads: early dependents compete
-# with the kernel, late ones leave the launch gap). H200 (bench/h200/fmha_split/kernel_times.py,
-# bench/h200/fmha_sched/s11): with the plain launch our combine starts 1.2-2.0 us after the split
-# kernel ends, FA3's before its main kernel ends; three passes each, TFLOP/s, last_load / start /
-# plain: 4x32x64 x 8192 (2 splits) 548-550 / 545-548 / 522-538, 2x32x128 x 32768 (2 splits)
-# 665-668 / 665-666 / 655-662, 8x32x16 x 4096 (4 splits) 241-246 / 241-246 / 231-247, 2x32x16 x
-# 32768 (16 splits) 314-316 / 313-314 / 317-329.
+# with the kernel, late ones leave the launch gap). With a plain launch the combine starts 1-2 us
+# after the split kernel ends (FA3's before its main kernel ends); "last_load" is even with or
+# slightly ahead of "start" at 2 and 4 splits, and both beat the plain launch there.
 PDL_TRIGGER = "last_load"
 PDL_TRIGGERS = ("start", "last_load")
 PDL_ARCHS = ("sm_90a", "sm_100a")

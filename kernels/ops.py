@@ -46,7 +46,8 @@ except ModuleNotFoundError as e:  # torch is optional: say which extra brings it
         name="torch") from None
 from torch import Tensor
 
-from kernels import fmha, fmha_decode, fmha_sm90, nvfp4
+from kernels import fmha_decode, fmha_paths, fmha_sm80, fmha_sm90, inputs, nvfp4_kernels
+from kernels.attention_parts import LOG2E
 from kernels.torch_device import arch_of
 
 _F32 = torch.float32
@@ -54,7 +55,7 @@ _U8 = torch.uint8
 _E4M3 = torch.float8_e4m3fn
 VALUE_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
 ATTENTION_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
-_BLOCK = nvfp4.BLOCK
+_BLOCK = nvfp4_kernels.BLOCK
 _MAX_ELEMENTS = 2**31  # 32-bit indexing in the kernels
 
 
@@ -124,7 +125,7 @@ def _has_clusters(index: int) -> bool:
     """Whether device `index` has thread-block clusters (looked up once)."""
     has = _DEVICE_CLUSTERS.get(index)
     if has is None:
-        has = _DEVICE_CLUSTERS[index] = nvfp4.one_launch_arch(_arch(index))
+        has = _DEVICE_CLUSTERS[index] = nvfp4_kernels.one_launch_arch(_arch(index))
     return has
 
 
@@ -146,7 +147,7 @@ def _quantize_ok(x, gs, variant) -> bool:
         and x.is_contiguous()
         and x.shape[1] % _BLOCK == 0
         and x.numel() < _MAX_ELEMENTS
-        and x.data_ptr() % nvfp4.ALIGN_VALUES == 0
+        and x.data_ptr() % nvfp4_kernels.ALIGN_VALUES == 0
         and (gs is None or (gs.dtype == _F32 and gs.numel() == 1 and gs.get_device() == x.get_device()))
     )
 
@@ -157,13 +158,13 @@ def _quantize_launch(x, variant: str, scale: str):
     if entry is not None:
         return entry[0]
     arch = _arch(x.get_device())
-    return _launcher(key, lambda: nvfp4.compile_quantize(VALUE_DTYPES[x.dtype], arch, variant, tvm_ffi=True, scale=scale))
+    return _launcher(key, lambda: nvfp4_kernels.compile_quantize(VALUE_DTYPES[x.dtype], arch, variant, tvm_ffi=True, scale=scale))
 
 
 def quantize_impl(x: Tensor, global_scale: Tensor, variant: str = "plain") -> tuple[Tensor, Tensor]:
     """x [M, K] -> (packed uint8 [M, K/2], scales' E4M3 bits as uint8 [M, K/16]) with a given global scale."""
     if global_scale is None or not _quantize_ok(x, global_scale, variant):
-        nvfp4.check_quantize_input(x, global_scale, variant, scale_given=True)
+        inputs.check_quantize_input(x, global_scale, variant, scale_given=True)
     m, k = x.shape
     packed = x.new_empty((m, k // 2), dtype=_U8)
     scales = x.new_empty((m, k // _BLOCK), dtype=_U8)
@@ -179,13 +180,13 @@ def quantize_computing_scale_impl(x: Tensor, variant: str = "plain") -> tuple[Te
     """x [M, K] -> (packed, scales, global scale f32 0-d = 448*6/amax(|x|) over the finite values, 1 if 0).
 
     No torch ops in between, no fill: allocations and one TVM-FFI call. Up to
-    `nvfp4.ONE_LAUNCH_MAX_ELEMENTS` on sm_90 and later, one launch (a cluster of CTAs that
+    `nvfp4_kernels.ONE_LAUNCH_MAX_ELEMENTS` on sm_90 and later, one launch (a cluster of CTAs that
     exchange their maxima); otherwise two: the amax kernel writes per-CTA partial maxima
     into an uninitialised buffer, then the quantize kernel reduces them in every CTA (see
-    `nvfp4.SCALE_SOURCES`).
+    `nvfp4_kernels.SCALE_SOURCES`).
     """
     if not _quantize_ok(x, None, variant):
-        nvfp4.check_quantize_input(x, None, variant)
+        inputs.check_quantize_input(x, None, variant)
     m, k = x.shape
     packed = x.new_empty((m, k // 2), dtype=_U8)
     scales = x.new_empty((m, k // _BLOCK), dtype=_U8)
@@ -193,14 +194,14 @@ def quantize_computing_scale_impl(x: Tensor, variant: str = "plain") -> tuple[Te
     if not n:
         return packed, scales, x.new_ones((), dtype=_F32)
     device = x.get_device()
-    if n <= nvfp4.ONE_LAUNCH_MAX_ELEMENTS and _has_clusters(device):
+    if n <= nvfp4_kernels.ONE_LAUNCH_MAX_ELEMENTS and _has_clusters(device):
         scale = x.new_empty((), dtype=_F32)
         _quantize_launch(x, variant, "cluster")(x.data_ptr(), packed.data_ptr(), scales.data_ptr(), scale.data_ptr(), n, _stream(device))
         return packed, scales, scale
     # [global scale, the amax kernel's partial maxima]: one allocation, every element written
     # by the kernels, addressed by pointer arithmetic; the op returns element 0 (a view is
     # cheaper than a second allocation)
-    scale_and_partials = x.new_empty((1 + nvfp4.amax_ctas(n),), dtype=_F32)
+    scale_and_partials = x.new_empty((1 + nvfp4_kernels.amax_ctas(n),), dtype=_F32)
     scale_ptr = scale_and_partials.data_ptr()
     _quantize_launch(x, variant, "partials")(
         x.data_ptr(), packed.data_ptr(), scales.data_ptr(), scale_ptr + 4, scale_ptr, n, _stream(device)
@@ -230,11 +231,11 @@ def dequantize_impl(packed: Tensor, scales: Tensor, global_scale: Tensor, dtype:
         and global_scale.dtype == _F32
         and global_scale.numel() == 1
         and global_scale.get_device() == packed.get_device()
-        and packed.data_ptr() % nvfp4.ALIGN_CODES == 0
-        and scales.data_ptr() % nvfp4.ALIGN_SCALES == 0
+        and packed.data_ptr() % nvfp4_kernels.ALIGN_CODES == 0
+        and scales.data_ptr() % nvfp4_kernels.ALIGN_SCALES == 0
     )
     if not ok:
-        nvfp4.check_dequantize_input(packed, scales, global_scale, dtype)
+        inputs.check_dequantize_input(packed, scales, global_scale, dtype)
     m, half = packed.shape
     out = packed.new_empty((m, 2 * half), dtype=dtype)
     if out.numel():
@@ -245,14 +246,14 @@ def dequantize_impl(packed: Tensor, scales: Tensor, global_scale: Tensor, dtype:
             launch = entry[0]
         else:
             arch = _arch(device)
-            launch = _launcher(key, lambda: nvfp4.compile_dequantize(VALUE_DTYPES[dtype], arch, tvm_ffi=True))
+            launch = _launcher(key, lambda: nvfp4_kernels.compile_dequantize(VALUE_DTYPES[dtype], arch, tvm_ffi=True))
         launch(packed.data_ptr(), scales.data_ptr(), global_scale.data_ptr(), out.data_ptr(), out.numel(), _stream(device))
     return out
 
 
 # --- attention -------------------------------------------------------------------------
 def _attention_ok(q, k, v, sink, softmax_scale, global_scale) -> bool:
-    """The attention input rules in one expression (fmha.check_attention_input says which one failed)."""
+    """The attention input rules in one expression (inputs.check_attention_input says which one failed)."""
     if not (type(q) is Tensor and type(k) is Tensor and type(v) is Tensor):
         return False
     if not (q.dim() == 4 and k.dim() == 4 and q.is_cuda and q.dtype in ATTENTION_DTYPES):
@@ -266,7 +267,7 @@ def _attention_ok(q, k, v, sink, softmax_scale, global_scale) -> bool:
         and k.shape == v.shape
         and k.shape[0] == b
         and k.shape[3] == d
-        and d in fmha.HEAD_DIMS
+        and d in fmha_sm80.HEAD_DIMS
         and hkv > 0
         and hq % hkv == 0
         and k.get_device() == device
@@ -293,12 +294,10 @@ def _attention_ok(q, k, v, sink, softmax_scale, global_scale) -> bool:
 def _wgmma_config(d, sk, left, right, path, nvfp4_out, arch):
     """(whether it is the wide-key build, fmha_sm90's Config) of the wgmma path for a call, or
     (False, None) where the call takes another path."""
-    config_for = getattr(fmha.fmha_sm90, "config_for", None)  # (tile knobs by configuration, where they exist)
-    if not (config_for and path != "mma_sync" and arch in fmha.fmha_sm90.ARCHS):
+    if not (path != "mma_sync" and arch in fmha_sm90.ARCHS):
         return False, None
-    # (fmha_sm90.WIDE_KEY_TILES' build; a module without them, fmha_peers' "before", has none)
-    wide_keys = getattr(fmha.fmha_sm90, "wide_keys", lambda d, sk: False)(d, sk)
-    return wide_keys, (config_for(d, left >= 0, right >= 0, nvfp4_out, wide_keys) if wide_keys else config_for(d, left >= 0, right >= 0, nvfp4_out))
+    wide_keys = fmha_sm90.wide_keys(d, sk)  # (fmha_sm90.WIDE_KEY_TILES' build)
+    return wide_keys, fmha_sm90.config_for(d, left >= 0, right >= 0, nvfp4_out, wide_keys)
 
 
 def _attention_launch(q, sk, has_sink, left, right, path, exp2_on_fma, exp2_impl, nvfp4_out):
@@ -311,21 +310,21 @@ def _attention_launch(q, sk, has_sink, left, right, path, exp2_on_fma, exp2_impl
     # sweep that edits them between calls gets the kernel it asked for
     wide_keys, config = _wgmma_config(d, sk, left, right, path, nvfp4_out, arch)
     # the same for the mma_sync path's exp2 knobs when the call leaves them to the module's defaults
-    exp2_on_fma = fmha.EXP2_FMA_FRACTION if exp2_on_fma is None else exp2_on_fma
-    exp2_impl = fmha.EXP2_FMA_IMPL if exp2_impl is None else exp2_impl
+    exp2_on_fma = fmha_sm80.EXP2_FMA_FRACTION if exp2_on_fma is None else exp2_on_fma
+    exp2_impl = fmha_sm80.EXP2_FMA_IMPL if exp2_impl is None else exp2_impl
     key = ("attention", q.dtype, d, device, left >= 0, right >= 0, has_sink, path, exp2_on_fma, exp2_impl, nvfp4_out, config)
     # the persistent wgmma kernel's dynamic scheduler: two zero counters, left zero
     counted = config is not None and config.order == "dynamic" and config.max_ctas < 2**31 - 1
     entry = _LAUNCHERS.get(key)
     if entry is not None:
         return entry[0], counted, config
-    fmha.check_attention_options(path, exp2_on_fma, exp2_impl, arch)
+    inputs.check_attention_options(path, exp2_on_fma, exp2_impl, arch)
     out_format = "nvfp4" if nvfp4_out else "bf16"
     return _launcher(
         key,
-        lambda: fmha.compile_attention(
+        lambda: fmha_paths.compile_attention(
             ATTENTION_DTYPES[q.dtype], d, False, (left, right), has_sink, arch, exp2_on_fma, exp2_impl,
-            options=nvfp4.TVM_FFI_OPTION, path=path, out_format=out_format, wide_keys=wide_keys,
+            options=nvfp4_kernels.TVM_FFI_OPTION, path=path, out_format=out_format, wide_keys=wide_keys, config=config,
         ),
     ), counted, config  # fmt: skip
 
@@ -344,14 +343,14 @@ def _decode_launch(q, hkv, has_sink, left, right, exp2_on_fma, exp2_impl, kernel
         return entry[0]
     arch = _arch(device)
     path = "decode_wgmma" if kernel == "wgmma" else "decode"
-    fmha.check_attention_options(path, exp2_on_fma, exp2_impl, arch)
+    inputs.check_attention_options(path, exp2_on_fma, exp2_impl, arch)
     if kernel == "wgmma":
         build = lambda: fmha_sm90.compile_packed_split(
-            ATTENTION_DTYPES[q.dtype], q.shape[3], group, left >= 0, right >= 0, has_sink, arch, nvfp4.TVM_FFI_OPTION, combine_pdl
+            ATTENTION_DTYPES[q.dtype], q.shape[3], group, left >= 0, right >= 0, has_sink, arch, nvfp4_kernels.TVM_FFI_OPTION, combine_pdl
         )  # fmt: skip
     else:
         build = lambda: fmha_decode.compile_decode(
-            ATTENTION_DTYPES[q.dtype], q.shape[3], left >= 0, right >= 0, has_sink, arch, options=nvfp4.TVM_FFI_OPTION,
+            ATTENTION_DTYPES[q.dtype], q.shape[3], left >= 0, right >= 0, has_sink, arch, options=nvfp4_kernels.TVM_FFI_OPTION,
             key_warps=kernel == "key_warps",
         )  # fmt: skip
     return _launcher(key, build)
@@ -426,7 +425,7 @@ def _decode_choice(q, b, sq, sk, hq, hkv, left, right, path, exp2_on_fma) -> tup
         if not fmha_sm90.packed_groups(hq // hkv):
             raise ValueError(f"path 'decode_wgmma' packs the Hq / Hkv q heads of a kv head into a tile: it takes Hq / Hkv in 2, 4, ..., 128, not {hq // hkv}")
         return "wgmma", fmha_sm90.choose_splits(b, sq, sk, hq, hkv, left, right, sms, forced=True, head_dim=q.shape[3])
-    if path != "auto" or (fmha.EXP2_FMA_FRACTION if exp2_on_fma is None else exp2_on_fma):
+    if path != "auto" or (fmha_sm80.EXP2_FMA_FRACTION if exp2_on_fma is None else exp2_on_fma):
         return mma_sync, 0  # another path asked for by name, or the FMA exp2 (mma_sync only)
     arch = _arch(device)
     if arch in fmha_sm90.ARCHS and mma_sync != "key_warps":
@@ -440,7 +439,7 @@ def _decode_choice(q, b, sq, sk, hq, hkv, left, right, path, exp2_on_fma) -> tup
 
 def _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma, exp2_impl, global_scale):
     if not _attention_ok(q, k, v, sink, softmax_scale, global_scale):
-        fmha.check_attention_input(q, k, v, sink, softmax_scale, global_scale)
+        inputs.check_attention_input(q, k, v, sink, softmax_scale, global_scale)
     b, sq, hq, d = q.shape
     _, sk, hkv, _ = k.shape
     if global_scale is None and path != "mma_sync" and path != "wgmma":  # split-KV paths; NVFP4 output: the others
@@ -462,7 +461,7 @@ def _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma,
                 launch(
                     q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), lse_ptr,
                     lse_ptr if sink is None else sink.data_ptr(), part_ptr, part_ptr + 4 * splits * b * hq * sq * d, counters,
-                    b, sq, sk, hq, hkv, splits, softmax_scale * fmha.LOG2E, left, right, stream,
+                    b, sq, sk, hq, hkv, splits, softmax_scale * LOG2E, left, right, stream,
                 )  # fmt: skip
             return out, lse
     if global_scale is not None:
@@ -504,7 +503,7 @@ def _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma,
         launch(
             q.data_ptr(), k.data_ptr(), v.data_ptr(), (q if out is None else out).data_ptr(), lse_ptr,
             lse_ptr if sink is None else sink.data_ptr(), *outputs, counters, tail_o, tail_o + 4 * o_words, splits,
-            b, sq, sk, hq, hkv, softmax_scale * fmha.LOG2E, left, right, stream,
+            b, sq, sk, hq, hkv, softmax_scale * LOG2E, left, right, stream,
         )  # fmt: skip
     return (out, lse) if global_scale is None else (codes, scales, lse)
 
@@ -515,7 +514,7 @@ _NVFP4_UNFUSED: dict = {}  # shape class -> _bf16_call_differs (cleared with the
 def _bf16_call_differs(q, b, sq, sk, hq, hkv, has_sink, left, right, path, exp2_on_fma, exp2_impl) -> bool:
     """Whether the bf16 call of this shape computes O otherwise than the fused NVFP4 build: a
     split-KV plan (the NVFP4 output has none), the tail split cutting this shape's last tiles
-    into pieces (session 18 found 583 codes differing at 1x32x16384x128), or another tile
+    into pieces (a different summation order: 583 codes differed at 1x32x16384x128), or another tile
     (WIDE_KEY_TILES' build, which the NVFP4 output does not take)."""
     if path != "mma_sync" and path != "wgmma":
         plan_key = (q.dtype, q.shape[3], q.get_device(), b, sq, sk, hq, hkv, left, right, not has_sink, path, exp2_on_fma, exp2_impl)
@@ -529,7 +528,7 @@ def _bf16_call_differs(q, b, sq, sk, hq, hkv, has_sink, left, right, path, exp2_
     _, config = _wgmma_config(q.shape[3], sk, left, right, path, False, arch)
     if config is None or nvfp4_config is None:
         return False  # (the mma_sync path: one build whatever the output)
-    if config[:2] != nvfp4_config[:2]:
+    if config.tile != nvfp4_config.tile:
         return True
     return bool(config.tail_split) and fmha_sm90.tail_splits(config, b, sq, sk, hq, has_sink) > 1
 
@@ -548,7 +547,7 @@ def attention_nvfp4_impl(
 ) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
     """(codes uint8 [B, Sq, Hq, D/2], scales' E4M3 bits uint8 [B, Sq, Hq, D/16], lse): O quantized by the epilogue."""
     if type(global_scale) is not Tensor:
-        fmha.check_attention_input(q, k, v, sink, softmax_scale, global_scale)
+        inputs.check_attention_input(q, k, v, sink, softmax_scale, global_scale)
     return _attention_run(q, k, v, sink, softmax_scale, window_left, window_right, path, exp2_on_fma, exp2_impl, global_scale)
 
 
@@ -575,7 +574,7 @@ def _define(schema: str, impl, fake):
 
 
 def _quantize_fake(x, global_scale, variant="plain"):
-    nvfp4.check_quantize_shapes(x, global_scale, variant)
+    inputs.check_quantize_shapes(x, global_scale, variant)
     m, k = x.shape
     return x.new_empty((m, k // 2), dtype=_U8), x.new_empty((m, k // _BLOCK), dtype=_U8)
 
@@ -586,7 +585,7 @@ nvfp4_quantize = _define(
 
 
 def _quantize_computing_scale_fake(x, variant="plain"):
-    nvfp4.check_quantize_shapes(x, None, variant)
+    inputs.check_quantize_shapes(x, None, variant)
     m, k = x.shape
     return x.new_empty((m, k // 2), dtype=_U8), x.new_empty((m, k // _BLOCK), dtype=_U8), x.new_empty((), dtype=_F32)
 
@@ -599,7 +598,7 @@ nvfp4_quantize_computing_scale = _define(
 
 
 def _dequantize_fake(packed, scales, global_scale, dtype):
-    nvfp4.check_dequantize_shapes(packed, scales, global_scale, dtype)
+    inputs.check_dequantize_shapes(packed, scales, global_scale, dtype)
     m, half = packed.shape
     return packed.new_empty((m, 2 * half), dtype=dtype)
 
@@ -609,8 +608,24 @@ nvfp4_dequantize = _define(
 )
 
 
+def compute_global_scale_eager(x):
+    """`kernels.nvfp4.compute_global_scale`'s work (the op's CUDA impl): on a CUDA tensor whose elements split into 16-element
+    blocks one CuTeDSL build (`compile_global_scale`: x read once); otherwise torch ops."""
+    if x.numel() == 0:
+        return torch.ones((), dtype=torch.float32, device=x.device)
+    name = inputs._value_dtype_name(torch, x.dtype)
+    fused = x.device.type == "cuda" and name is not None and x.is_contiguous() and x.numel() % nvfp4_kernels.BLOCK == 0 and x.numel() < 2**31
+    if fused and x.data_ptr() % nvfp4_kernels.ALIGN_VALUES == 0:
+        return global_scale_fused(x)
+    a = x.detach().abs().float()
+    amax = torch.where(torch.isfinite(a), a, torch.zeros((), device=a.device)).amax()
+    # IEEE division (tensor / tensor; `2688.0 / amax` would be a reciprocal and a multiply),
+    # and device-side constants: a Python scalar tensor would be a synchronous copy
+    return torch.where(amax > 0, torch.full_like(amax, nvfp4_kernels.GLOBAL_SCALE_NUMERATOR) / amax, torch.ones_like(amax))
+
+
 def _global_scale_impl(x):
-    return nvfp4.compute_global_scale_eager(x)
+    return compute_global_scale_eager(x)
 
 
 def _global_scale_fake(x):
@@ -621,7 +636,7 @@ nvfp4_global_scale = _define("nvfp4_global_scale(Tensor x) -> Tensor", _global_s
 
 
 def _attention_fake(q, k, v, sink, softmax_scale, window_left, window_right, path="auto", exp2_on_fma=None, exp2_impl=None):
-    fmha.check_attention_shapes(q, k, v, sink, softmax_scale, None)
+    inputs.check_attention_shapes(q, k, v, sink, softmax_scale, None)
     b, sq, hq, _ = q.shape
     return torch.empty_like(q), q.new_empty((b, hq, sq), dtype=_F32)
 
@@ -637,7 +652,7 @@ attention = _define(
 def _attention_nvfp4_fake(
     q, k, v, sink, global_scale, softmax_scale, window_left, window_right, path="auto", exp2_on_fma=None, exp2_impl=None
 ):
-    fmha.check_attention_shapes(q, k, v, sink, softmax_scale, global_scale)
+    inputs.check_attention_shapes(q, k, v, sink, softmax_scale, global_scale)
     b, sq, hq, d = q.shape
     return (
         q.new_empty((b, sq, hq, d // 2), dtype=_U8),
@@ -668,7 +683,7 @@ def direct(*tensors) -> bool:
 def global_scale_fused(x: Tensor) -> Tensor:
     """448*6/amax(|x|) over the finite elements (1 if 0) as a 0-d f32: one TVM-FFI call.
 
-    For `nvfp4.compute_global_scale_eager`, which has checked x: CUDA, a value dtype,
+    For `compute_global_scale_eager`, which has checked x: CUDA, a value dtype,
     contiguous, aligned, numel > 0 and a multiple of 16.
     """
     key = ("global_scale", x.dtype, x.get_device())
@@ -677,13 +692,13 @@ def global_scale_fused(x: Tensor) -> Tensor:
         launch = entry[0]
     else:
         arch = _arch(x.get_device())
-        launch = _launcher(key, lambda: nvfp4.compile_global_scale(VALUE_DTYPES[x.dtype], arch, tvm_ffi=True))
+        launch = _launcher(key, lambda: nvfp4_kernels.compile_global_scale(VALUE_DTYPES[x.dtype], arch, tvm_ffi=True))
     n = x.numel()
     # [global scale, partial maxima], every element written by the kernels; element 0 returned
-    scale_and_partials = x.new_empty((1 + nvfp4.amax_ctas(n),), dtype=_F32)
+    scale_and_partials = x.new_empty((1 + nvfp4_kernels.amax_ctas(n),), dtype=_F32)
     scale_ptr = scale_and_partials.data_ptr()
     launch(x.data_ptr(), scale_ptr + 4, scale_ptr, n, _stream(x.get_device()))
     return scale_and_partials[0]
 
 
-nvfp4_global_scale_impl = nvfp4.compute_global_scale_eager
+nvfp4_global_scale_impl = compute_global_scale_eager

@@ -1,6 +1,6 @@
 """What CuTeDSL lowers natively, per (CuTeDSL release, target): measured facts, not hopes.
 
-The data is `native_conversions.json`, written by `python bench/measure_targets.py`
+The data is `native_conversions.json`, written by `python -m lowering.measure_targets`
 (which compiles every conversion below through each release's own `cute.compile`
 pipeline, for every target that release's `Arch` enum accepts, in subprocesses, one
 venv per release). `auto` and the `arch=` option of `truncf-to-select`/`extf-to-select`

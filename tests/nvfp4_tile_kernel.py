@@ -1,7 +1,7 @@
 """A kernel that stages [128, D] tiles in shared memory and quantizes them with
 `nvfp4.quantize_tile_rows` (the shared-memory tile epilogue for other kernels; the FMHA
 used it until `attention_parts.store_nvfp4` replaced it, and
-bench/h200/fmha_nvfp4/epilogue_ab.py still measures it as "before"): its output must be
+4161db4:bench/h200/fmha_nvfp4/epilogue_ab.py measured it as "before"): its output must be
 bit-identical to `nvfp4.quantize` of the same tensor."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import cutlass
 import cutlass.cute as cute
 
 import lowering
-from kernels import nvfp4
+from kernels import nvfp4, nvfp4_kernels
 from kernels.cutedsl_compat import SmemAllocator
 
 ROWS = 128  # rows per CTA
@@ -57,6 +57,6 @@ def _launcher(dtype, d: int, swizzled: bool):
 @functools.cache
 def compile_tile_quantizer(dtype_name: str, d: int, arch: str, swizzled: bool = True):
     dtype = nvfp4.INPUT_TYPES[dtype_name]
-    args = (*nvfp4._pointer_args(dtype, *[256] * 4), cutlass.Int32(ROWS), cuda.CUstream(0))
+    args = (*nvfp4_kernels._pointer_args(dtype, *[256] * 4), cutlass.Int32(ROWS), cuda.CUstream(0))
     with lowering.prelowering():
         return cute.compile(_launcher(dtype, d, swizzled), *args, options=f"--gpu-arch {arch}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -236,24 +237,6 @@ def test_compiles_wgmma(i, layout, tmp_path):
     assert fmha.compile_attention(dtype, head_dim, causal, window, sink, "sm_90a", options=f"--keep-ptx --dump-dir {tmp_path}") is fn
 
 
-@pytest.mark.parametrize("causal, tile", [(False, (192, 176)), (True, (192, 128))])
-def test_compiles_wgmma_p_smem(causal, tile, tmp_path, monkeypatch):
-    """P_SMEM (D=64, FA3's wider tiles): P V takes P from a shared-memory tile that the softmax
-    wrote and fenced for the async proxy; no spills, no wgmma serialized (ptxas is not run
-    here: the PTX has no local memory and the P V wgmmas name two descriptors)."""
-    fmha = _fmha()
-    sm90 = fmha.fmha_sm90
-    monkeypatch.setattr(sm90, "P_SMEM", True)
-    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (64, causal): tile})
-    fn = fmha.compile_attention("bfloat16", 64, causal, (-1, -1), False, "sm_90a", path="wgmma", options=f"--keep-ptx --dump-dir {tmp_path}")
-    ptx = fn.__ptx__
-    pv = [line for line in ptx.splitlines() if "wgmma.mma_async.sync.aligned.m64n64k16" in line]
-    assert pv and all(re.search(r"\}, %rd\d+, %rd\d+,", line) for line in pv), "P V does not read P from shared memory"
-    assert f"wgmma.mma_async.sync.aligned.m64n{tile[1]}k16" in ptx
-    assert "fence.proxy.async.shared::cta" in ptx
-    assert "ld.local" not in ptx and "st.local" not in ptx
-
-
 def test_path_choice():
     fmha = _fmha()
     assert fmha.resolve_path("auto", "sm_90a") == "wgmma"
@@ -447,20 +430,6 @@ def test_gpu_wgmma_persistent_matches_one_cta_per_tile(shape, d, causal, window,
         assert torch.equal(out, ref_out) and torch.equal(lse, ref_lse), "persistent and one-CTA-per-tile launches differ"
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("causal, window, sink, tile", [(False, (-1, -1), False, (192, 176)), (True, (-1, -1), False, (192, 128)), (False, (300, 40), True, (192, 128))])
-def test_gpu_wgmma_p_smem(causal, window, sink, tile, monkeypatch):
-    """P_SMEM at D=64 on FA3's wider tiles (off by default, not yet timed): the reference's values
-    on ragged shapes with GQA, masks and a sink."""
-    torch = _cuda()
-    _gpu_path(torch, "wgmma")
-    sm90 = _fmha().fmha_sm90
-    monkeypatch.setattr(sm90, "P_SMEM", True)
-    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (64, causal or window[0] >= 0): tile})
-    _check(torch, torch.bfloat16, 2, 1000, 1100, 8, 2, 64, causal, window, sink, path="wgmma")
-    _check(torch, torch.float16, 1, 4096, 4096, 4, 4, 64, causal, window, sink, path="wgmma", seed=3)
-
-
 def _check_knob_shapes(torch, d):
     """The reference's values for a wgmma knob under test: causal with GQA on ragged lengths
     (Sq != Sk), a window with a sink (fp16), and a key tail inside a block without a mask."""
@@ -502,41 +471,6 @@ def test_gpu_wgmma_load_orders(d, k_ahead, v_wait_late, monkeypatch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("late_rescale", [False, True])
-@pytest.mark.parametrize("d", [64, 128])
-def test_gpu_wgmma_p_convert_next(d, late_rescale, monkeypatch):
-    """P_CONVERT_NEXT (a key block's P converted at the next block's start, after the previous
-    P V is complete) only moves instructions: the same bits as the conversion in its own block,
-    out and LSE, with and without LATE_RESCALE; on causal with Sq > Sk (query tiles of zero, one
-    and two key blocks: the last block's conversion with no P V in flight), the knob shapes (GQA,
-    a window with a sink, fp16, the key tail) and one long row of tiles; and the reference's values."""
-    torch = _cuda()
-    _gpu_path(torch, "wgmma")
-    fmha = _fmha()
-    sm90 = fmha.fmha_sm90
-    monkeypatch.setattr(sm90, "LATE_RESCALE", late_rescale)
-    cases = [
-        (torch.bfloat16, 2, 1100, 300, 4, 2, True, (-1, -1), False),
-        (torch.bfloat16, 2, 1000, 1100, 8, 2, True, (-1, -1), False),
-        (torch.float16, 1, 2048, 2048, 4, 4, False, (300, 40), True),
-        (torch.bfloat16, 1, 777, 3000, 4, 1, False, (-1, -1), False),
-        (torch.bfloat16, 1, 4096, 4096, 16, 16, False, (-1, -1), False),
-    ]
-    g = torch.Generator(device="cuda").manual_seed(17)
-    for dtype, b, sq, sk, hq, hkv, causal, window, sink in cases:
-        q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(dtype)
-        k, v = (torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(dtype) for _ in range(2))
-        s = torch.randn(hq, device="cuda", generator=g) if sink else None
-        kw = dict(causal=causal, window=window, sink=s, return_lse=True, path="wgmma")
-        monkeypatch.setattr(sm90, "P_CONVERT_NEXT", False)
-        want_out, want_lse = fmha.attention(q, k, v, **kw)
-        monkeypatch.setattr(sm90, "P_CONVERT_NEXT", True)
-        out, lse = fmha.attention(q, k, v, **kw)
-        assert torch.equal(out, want_out) and torch.equal(lse, want_lse), f"P_CONVERT_NEXT changed the bits: {(dtype, b, sq, sk, hq, hkv, causal, window, sink)}"
-    _check_knob_shapes(torch, d)
-
-
-@pytest.mark.gpu
 @pytest.mark.parametrize("d, tile, mask_loops", [(64, (128, 128), True), (64, (192, 128), True), (128, (128, 128), False), (128, (128, 128), True)])
 def test_gpu_wgmma_mask_relative(d, tile, mask_loops, monkeypatch):
     """MASK_RELATIVE (off by default until timed), with the tiles and key loops it lets compile
@@ -561,7 +495,9 @@ def test_wgmma_mask_relative_compiles(tmp_path, monkeypatch):
     fmha = _fmha()
     sm90 = fmha.fmha_sm90
     monkeypatch.setattr(sm90, "MASK_RELATIVE", True)
-    monkeypatch.setattr(sm90, "SCORE_COLUMNS_CHECK_ALL", True)
+    from kernels import fmha_sm90_softmax
+
+    monkeypatch.setattr(fmha_sm90_softmax, "SCORE_COLUMNS_CHECK_ALL", True)  # (read by the softmax mixin)
     monkeypatch.setattr(sm90, "SOFTMAX_INTERLEAVED", False)
     monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (64, True): (192, 128)})
     monkeypatch.setattr(sm90, "MASK_LOOPS", {(64, True): True, (128, True): True})
@@ -583,12 +519,11 @@ def test_wgmma_tile_that_does_not_fit_shared_memory_is_refused(monkeypatch):
     with one Q buffer (two would take 263168), 128 x 128 with two (230400)."""
     sm90 = _fmha().fmha_sm90
     monkeypatch.setattr(sm90, "Q_STAGES", 2)
-    monkeypatch.setattr(sm90, "O_IN_V", False)  # (O in its own buffer)
     monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 176)})
     with pytest.raises(ValueError, match=r"tile \(128, 176\) at D=128 with 2 K/V stages needs 246784 bytes"):
         sm90.config_for(128, False, False)
     monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 160)})
-    assert sm90.config_for(128, False, False)[:2] == (128, 160) and sm90.config_for(128, False, False).q_stages == 1
+    assert sm90.config_for(128, False, False).tile == (128, 160) and sm90.config_for(128, False, False).q_stages == 1
     monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 128)})
     assert sm90.config_for(128, False, False).q_stages == 2
 
@@ -606,51 +541,6 @@ def test_wgmma_wider_key_tile_converts_p_in_pairs(tmp_path, monkeypatch):
     assert "ld.local" not in ptx and "st.local" not in ptx
 
 
-def test_wgmma_o_in_v_compiles(tmp_path, monkeypatch):
-    """O_IN_V (O's buffer over the V ring, FA3's layout): FA3's 128 x 176 at D=128 fits with one Q
-    buffer, and builds without local memory; the consumer warpgroups meet once a tile (named
-    barrier 4, all 256 consumer threads) before O is written, and the storing threads arrive at
-    one more mbarrier (the producer's wait before V loads); the NVFP4 output, which quantizes
-    from O's own buffer, takes NVFP4_TILES and no O_IN_V (without them it does not fit: a
-    ValueError), and a cluster is refused (the other CTA's multicast V would land on O)."""
-    sm90 = _fmha().fmha_sm90
-    monkeypatch.setattr(sm90, "O_IN_V", {(64, False): False, (64, True): False, (128, False): True, (128, True): False})
-    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 176)})
-    config = sm90.config_for(128, False, False)
-    assert config.o_in_v and config[:2] == (128, 176) and config.q_stages == 1
-    assert not sm90.config_for(128, False, True).o_in_v  # (only where the knob says)
-    monkeypatch.setattr(sm90, "NVFP4_TILES", {})
-    with pytest.raises(ValueError, match=r"tile \(128, 176\) at D=128 with 2 K/V stages needs 246784 bytes"):
-        sm90.config_for(128, False, False, nvfp4_out=True)
-    monkeypatch.setattr(sm90, "NVFP4_TILES", {(128, False): (128, 128)})
-    nvfp4 = sm90.config_for(128, False, False, nvfp4_out=True)
-    assert nvfp4[:2] == (128, 128) and not nvfp4.o_in_v and nvfp4.q_stages == 2
-    ptx = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config).__ptx__
-    assert "wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16" in ptx
-    assert re.findall(r"bar\.sync\s+4, 256;", ptx) == ["bar.sync \t4, 256;"]
-    assert "ld.local" not in ptx and "st.local" not in ptx
-    plain = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config._replace(o_in_v=False, q_stages=1, block_n=128)).__ptx__
-    arrives, waits = (lambda p: len(re.findall(r"mbarrier\.arrive\.shared", p)), lambda p: p.count("mbarrier.try_wait.parity"))
-    assert arrives(ptx) == arrives(plain) + 1 and waits(ptx) == waits(plain) + 1 and "bar.sync \t4" not in plain
-    monkeypatch.setattr(sm90, "CLUSTER", 2)
-    with pytest.raises(ValueError, match="O_IN_V takes CLUSTER = 1"):
-        sm90.config_for(128, False, False)
-    monkeypatch.setattr(sm90, "CLUSTER", 1)
-    # "last_v": O in the stage of the tile's last V; the producer's wait moves to V(1) (three
-    # places: in the loop, a two-block tile's last V, after a tile of fewer blocks)
-    monkeypatch.setattr(sm90, "O_IN_V", {(64, False): "last_v", (64, True): False, (128, False): "last_v", (128, True): False})
-    last = sm90.config_for(128, False, False)
-    assert last.o_in_v == "last_v" and last[:2] == (128, 176)
-    ptx_last = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, last).__ptx__
-    assert waits(ptx_last) == waits(plain) + 3 and arrives(ptx_last) == arrives(plain) + 1
-    assert "ld.local" not in ptx_last and "st.local" not in ptx_last
-    with pytest.raises(ValueError, match="'last_v' takes two K/V stages and O \\(192 rows\\) within one \\(128 rows\\)"):
-        sm90.config_for(64, False, False)  # (192 x 128 at D=64: O's 192 rows span two stages)
-    monkeypatch.setattr(sm90, "O_IN_V", "first")
-    with pytest.raises(ValueError, match="O_IN_V must be False, True or 'last_v'"):
-        sm90.config_for(128, False, False)
-
-
 def test_rescale_threshold_compiles(monkeypatch, tmp_path):
     """RESCALE_THRESHOLD: O's rescale under a warp vote in each place it runs (D=128 without a
     mask: in the key loop and before the tile's last P V; with LATE_RESCALE after each key loop's
@@ -659,8 +549,8 @@ def test_rescale_threshold_compiles(monkeypatch, tmp_path):
     sm90 = _fmha().fmha_sm90
     for d, right, votes in ((128, False, 2), (128, True, 2), (64, False, 1)):
         base = sm90.config_for(d, False, right)
-        plain = _main_kernel(sm90._compile.__wrapped__("bfloat16", d, False, right, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, base._replace(rescale_threshold=None)).__ptx__)
-        ptx = _main_kernel(sm90._compile.__wrapped__("bfloat16", d, False, right, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, base._replace(rescale_threshold=8.0)).__ptx__)
+        plain = _main_kernel(sm90._compile.__wrapped__("bfloat16", d, False, right, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, dataclasses.replace(base, rescale_threshold=None)).__ptx__)
+        ptx = _main_kernel(sm90._compile.__wrapped__("bfloat16", d, False, right, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, dataclasses.replace(base, rescale_threshold=8.0)).__ptx__)
         assert "vote.sync.any" not in plain
         assert len(re.findall(r"vote\.sync\.any\.pred", ptx)) == votes, (d, right)
         assert "ld.local" not in ptx and "st.local" not in ptx
@@ -670,27 +560,6 @@ def test_rescale_threshold_compiles(monkeypatch, tmp_path):
             sm90.config_for(128, False, False)
     monkeypatch.setattr(sm90, "RESCALE_THRESHOLD", {(64, False): None, (64, True): None, (128, False): 8, (128, True): None})
     assert sm90.config_for(128, False, False).rescale_threshold == 8.0 and sm90.config_for(128, False, True).rescale_threshold is None
-
-
-def test_trace_cta_times_build(monkeypatch, tmp_path):
-    """TRACE_CTA_TIMES (bench/h200/fmha_sched/cta_times.py's diagnostic build): three device
-    printfs and three %globaltimer reads (a CTA's start, its producer's last load, its end), no
-    printf in the producer after its setmaxnreg.dec; the default builds none."""
-    sm90 = _fmha().fmha_sm90
-    plain = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, sm90.config_for(128, False, False)).__ptx__
-    assert "vprintf" not in plain and "globaltimer" not in plain
-    monkeypatch.setattr(sm90, "TRACE_CTA_TIMES", True)
-    config = sm90.config_for(128, False, False)
-    assert config.trace
-    full = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config).__ptx__
-    ptx = _main_kernel(full)
-    assert len(re.findall(r"call\.uni \(retval0\), vprintf,", ptx)) == 3
-    assert len(re.findall(r"call\.uni \(retval0\), vprintf,", full)) == 3  # (TAIL_SPLIT's pieces kernel prints nothing)
-    assert len(re.findall(r"mov\.u64\s+%rd\d+, %globaltimer;", ptx)) == 3
-    # none in the producer's code after it gives its registers away (setmaxnreg.dec to 24: a
-    # vprintf call there stopped the H200 launch with "illegal instruction", session 13)
-    producer = ptx[ptx.index("setmaxnreg.dec") : ptx.index("setmaxnreg.inc")]
-    assert "vprintf" not in producer and "%globaltimer" in producer
 
 
 def test_tail_split_plan(monkeypatch, tmp_path):
@@ -760,25 +629,6 @@ def test_tail_split_plan(monkeypatch, tmp_path):
     monkeypatch.setattr(sm90, "TAIL_SPLIT", False)
     plain = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, sm90.config_for(128, False, False)).__ptx__
     assert plain.count(".entry ") == 1 and sm90.tail_splits(sm90.config_for(128, False, False), 4, 4096, 4096, 16, False) == 1
-
-
-def test_cta_times_parsing():
-    """bench/h200/fmha_sched/cta_times.py's reading of the trace build's printf lines: calls split
-    where a CTA starts again, times in us from the call's first start (values by hand)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("cta_times", os.path.join(os.path.dirname(__file__), "..", "bench", "h200", "fmha_sched", "cta_times.py"))
-    cta_times = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cta_times)
-    call = lambda t0, late: [f"fmha_trace start cta {c} sm {2 * c} t {t0 + c * late}" for c in range(3)] + [  # noqa: E731
-        f"fmha_trace loads cta {c} t {t0 + 900_000 + c}" for c in range(3)] + [f"fmha_trace end cta {c} t {t0 + 1_000_000 + 2000 * c}" for c in range(3)]
-    text = "\n".join(["unrelated output"] + call(5_000_000, 10_000) + call(9_000_000, 0))
-    calls = cta_times.calls_of(text)
-    assert len(calls) == 2 and all(len(c) == 9 for c in calls)
-    first = cta_times.summary(calls[0])
-    assert first == {"ctas": 3, "sms": 3, "start_us": (0.0, 20.0), "last_load_us": (900.0, 900.0), "end_us": (1000.0, 1004.0),
-                     "duration_us": (984.0, 992.0, 1000.0)}  # fmt: skip
-    assert cta_times.summary(calls[1])["start_us"] == (0.0, 0.0)
 
 
 def _ramp_inputs(torch, b, s, h, d, log2_per_block, block_n=128, seed=0):
@@ -898,58 +748,6 @@ def test_gpu_tail_split(d, monkeypatch):
 
 
 @pytest.mark.gpu
-def test_gpu_o_in_v(monkeypatch):
-    """O_IN_V: at 128 x 128 the same bits as O in its own buffer (the arithmetic is the same, only
-    when V loads changes) on many tiles a persistent CTA (each tile's V loads after the last
-    tile's O store has read it), one CTA per tile, GQA, key and query tails, fp16, and causal
-    tiles without key blocks (written in session 11 after its last GPU call: first run in the
-    next GPU session); at FA3's 128 x 176 (key tails inside a block, several tiles a CTA) the
-    reference's values."""
-    torch = _cuda()
-    _gpu_path(torch, "wgmma")
-    fmha = _fmha()
-    sm90 = fmha.fmha_sm90
-    on = {(64, False): False, (64, True): False, (128, False): True, (128, True): False}
-    shapes = [(4, 2048, 2048, 16, 16, torch.bfloat16), (3, 1000, 3000, 16, 4, torch.float16), (1, 777, 1100, 4, 1, torch.bfloat16)]
-    for persistent in (True, False):
-        monkeypatch.setattr(sm90, "PERSISTENT", persistent)
-        for b, sq, sk, hq, hkv, dtype in shapes:
-            g = torch.Generator(device="cuda").manual_seed(sq)
-            q = torch.randn(b, sq, hq, 128, device="cuda", generator=g).to(dtype)
-            k, v = (torch.randn(b, sk, hkv, 128, device="cuda", generator=g).to(dtype) for _ in range(2))
-            monkeypatch.setattr(sm90, "O_IN_V", False)
-            want = fmha.attention(q, k, v, return_lse=True, path="wgmma")
-            for mode in (True, "last_v"):  # (last_v written after session 11's last GPU call)
-                monkeypatch.setattr(sm90, "O_IN_V", {**on, (128, False): mode})
-                for out, lse in [fmha.attention(q, k, v, return_lse=True, path="wgmma") for _ in range(2)]:
-                    assert torch.equal(out, want[0]) and torch.equal(lse, want[1]), f"O_IN_V {mode} differs at {(b, sq, sk, hq, hkv)}, persistent {persistent}"
-    monkeypatch.setattr(sm90, "PERSISTENT", True)
-    # causal with Sq > Sk: the first tiles of each head have no key block and load no V, and
-    # their consumers may finish them before the producer has waited for the last tile's O
-    # (wait_o_stored's two barriers); O_IN_V there needs the TMA store (causal D=128 has it since session 19)
-    monkeypatch.setattr(sm90, "TMA_STORE", {**sm90.TMA_STORE, (128, True): True})
-    g = torch.Generator(device="cuda").manual_seed(7)
-    q = torch.randn(2, 1500, 16, 128, device="cuda", generator=g).to(torch.bfloat16)
-    k, v = (torch.randn(2, 300, 16, 128, device="cuda", generator=g).to(torch.bfloat16) for _ in range(2))
-    monkeypatch.setattr(sm90, "O_IN_V", False)
-    want = fmha.attention(q, k, v, causal=True, return_lse=True, path="wgmma")
-    for mode in (True, "last_v"):
-        monkeypatch.setattr(sm90, "O_IN_V", {**on, (128, True): mode})
-        for out, lse in [fmha.attention(q, k, v, causal=True, return_lse=True, path="wgmma") for _ in range(2)]:
-            assert torch.equal(out, want[0]) and torch.equal(lse, want[1]), f"O_IN_V {mode} differs with tiles of no key block"
-    monkeypatch.setattr(sm90, "O_IN_V", on)
-    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 176)})
-    monkeypatch.setattr(sm90, "NVFP4_TILES", {(128, False): (128, 128)})
-    _check(torch, torch.bfloat16, 4, 2048, 2048, 16, 16, 128, path="wgmma", seed=3)
-    _check(torch, torch.bfloat16, 2, 1000, 1100, 8, 2, 128, path="wgmma")
-    _check(torch, torch.float16, 1, 777, 4096, 4, 1, 128, False, (-1, -1), True, path="wgmma", seed=5)
-    monkeypatch.setattr(sm90, "O_IN_V", {**on, (128, False): "last_v"})
-    _check(torch, torch.bfloat16, 4, 2048, 2048, 16, 16, 128, path="wgmma", seed=4)
-    _check(torch, torch.bfloat16, 2, 1000, 300, 8, 2, 128, path="wgmma")  # (two-block tiles: 300 keys, 176 a block)
-    _check(torch, torch.bfloat16, 2, 3000, 100, 8, 2, 128, path="wgmma")  # (one-block tiles, several a CTA)
-
-
-@pytest.mark.gpu
 def test_gpu_wgmma_key_tile_160(monkeypatch):
     """128 x 160 tiles at D=128 (FA3 takes 128 x 176; ours fits 160 in shared memory): the
     reference's values on ragged lengths (key tails inside a block) with GQA, bf16 and fp16."""
@@ -962,31 +760,24 @@ def test_gpu_wgmma_key_tile_160(monkeypatch):
 
 
 def test_wgmma_stmatrix_compiles(tmp_path, monkeypatch):
-    """STMATRIX: O (and P with P_SMEM) reach shared memory by stmatrix, no element-wise shared
-    stores left, no local memory; FA3's D=64 tile 192 x 192 with P in shared memory builds."""
+    """STMATRIX: O reaches shared memory by stmatrix, no element-wise shared stores left, no
+    local memory."""
     sm90 = _fmha().fmha_sm90
     monkeypatch.setattr(sm90, "STMATRIX", True)
     ptx = _main_kernel(sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, sm90.config_for(128, False, False)).__ptx__)
     assert ptx.count("stmatrix.sync.aligned") == 8 and "st.shared" not in ptx  # 64 x 128 O a warpgroup: 8 x4 stmatrix a thread
-    monkeypatch.setattr(sm90, "P_SMEM", {(64, False): True, (64, True): False, (128, False): False, (128, True): False})
-    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (64, False): (192, 192)})
-    ptx = sm90._compile.__wrapped__("bfloat16", 64, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, sm90.config_for(64, False, False)).__ptx__
-    assert "stmatrix.sync.aligned" in ptx and "st.shared" not in ptx
     assert "ld.local" not in ptx and "st.local" not in ptx
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("d, p_smem_tile", [(64, None), (128, None), (64, (192, 192)), (64, (192, 128))])
-def test_gpu_wgmma_stmatrix(d, p_smem_tile, monkeypatch):
-    """STMATRIX (off by default until timed): the reference's values through the stmatrix epilogue,
-    and with P through shared memory on FA3's D=64 tiles; ragged lengths, GQA, masks, a sink."""
+@pytest.mark.parametrize("d", [64, 128])
+def test_gpu_wgmma_stmatrix(d, monkeypatch):
+    """STMATRIX: the reference's values through the stmatrix epilogue; ragged lengths, GQA,
+    masks, a sink."""
     torch = _cuda()
     _gpu_path(torch, "wgmma")
     sm90 = _fmha().fmha_sm90
     monkeypatch.setattr(sm90, "STMATRIX", True)
-    if p_smem_tile:
-        monkeypatch.setattr(sm90, "P_SMEM", True)
-        monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (64, False): p_smem_tile, (64, True): (192, 128)})
     _check_knob_shapes(torch, d)
 
 
@@ -1025,30 +816,33 @@ def test_gpu_wgmma_tma_store(d, stmatrix, monkeypatch):
     _check(torch, torch.bfloat16, 3, 777, 3000, 16, 4, d, False, (-1, -1), False, path="wgmma", seed=5)  # more tiles a CTA
 
 
-
 def test_wgmma_o_direct_compiles(tmp_path, monkeypatch):
     """O_DIRECT: O leaves from registers, each quad's words transposed by 4 butterfly shuffles a
     run of 4 column groups (32 more shfl.sync.bfly a thread at D=128 than the build that stores
     O through shared memory) and written by 16-byte stores (8 a thread: its 64 values), no
     shared-memory O buffer (FA3's 128 x 176 fits beside one Q buffer, 128 x 160 beside two), no
-    TMA store, no epilogue barrier and no local memory, at 128 x 128 (unmasked, where O_DIRECT
-    replaces TMA_STORE; causal), 160, 176 and 192. The NVFP4 output keeps its own epilogue."""
+    TMA store, no epilogue barrier and no local memory: the wide-key build (128 x 192, which takes
+    it), and as another Config value (`dataclasses.replace`) at 128 x 128 (unmasked, causal) and
+    128 x 160. The NVFP4 output keeps its own epilogue."""
+    import dataclasses
     import re
 
     sm90 = _fmha().fmha_sm90
-    monkeypatch.setattr(sm90, "O_DIRECT", True)
     monkeypatch.setattr(sm90, "TAIL_SPLIT", False)  # (one kernel's PTX)
-    for block_n, masked, q_stages in [(128, False, 2), (128, True, 2), (160, False, 2), (176, False, 1), (192, False, 1)]:
-        monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, masked): (128, block_n)})
-        config = sm90.config_for(128, False, masked)
-        assert config.o_direct and not config.tma_store and not config.o_in_v and config.q_stages == q_stages
+    for block_n, masked in [(128, False), (128, True), (160, False), (192, False)]:
+        if block_n == 192:
+            config = sm90.config_for(128, False, False, False, True)  # (WIDE_KEY_TILES' build)
+            assert config.tile == (128, 192) and config.o_direct and not config.tma_store and config.q_stages == 1
+        else:
+            monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, masked): (128, block_n)})
+            config = dataclasses.replace(sm90.config_for(128, False, masked), o_direct=True, tma_store=False)
         ptx = sm90._compile.__wrapped__("bfloat16", 128, False, masked, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config).__ptx__
         assert f"wgmma.mma_async.sync.aligned.m64n{block_n}k16.f32.bf16.bf16" in ptx
         assert len(re.findall(r"st\.global\.v4\.b32", ptx)) == 8
         if block_n == 128:
             through_smem = sm90._compile.__wrapped__(
                 "bfloat16", 128, False, masked, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False,
-                config._replace(o_direct=False, stmatrix=False),  # (O's rows by element-wise shared-memory stores)
+                dataclasses.replace(config, o_direct=False, stmatrix=False),  # (O's rows by element-wise shared-memory stores)
             ).__ptx__  # fmt: skip
             assert ptx.count("shfl.sync.bfly") == through_smem.count("shfl.sync.bfly") + 32
             assert ptx.count("st.global.b32") == through_smem.count("st.global.b32")  # (the LSE's)
@@ -1062,19 +856,17 @@ def test_wgmma_o_direct_compiles(tmp_path, monkeypatch):
 
 def test_wide_key_tiles_config(monkeypatch):
     """WIDE_KEY_TILES: the wider tile only for calls with at least WIDE_KEYS_MIN keys, only without a
-    mask and not for the NVFP4 output; beside its 48 KB K/V stages it fits only with O_DIRECT,
-    which it takes whatever O_DIRECT says (the other builds keep O_DIRECT's choice); a tile that
-    does not fit even so is refused with the bytes it needs."""
+    mask and not for the NVFP4 output; beside its 48 KB K/V stages it fits only with O from
+    registers straight to global memory (Config.o_direct), which it alone takes; a tile that does
+    not fit even so is refused with the bytes it needs."""
     sm90 = _fmha().fmha_sm90
     monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {128: (128, 192)})
-    monkeypatch.setattr(sm90, "O_DIRECT", {(64, False): False, (64, True): False, (128, False): True, (128, True): False})
     assert sm90.wide_keys(128, sm90.WIDE_KEYS_MIN) and not sm90.wide_keys(128, sm90.WIDE_KEYS_MIN - 1) and not sm90.wide_keys(64, 1 << 20)
     wide = sm90.config_for(128, False, False, False, True)
-    assert wide[:2] == (128, 192) and wide.o_direct and wide.q_stages == 1
-    assert sm90.config_for(128, False, False, False, False)[:2] == sm90.TILES[(128, False)]
-    assert sm90.config_for(128, False, True, False, True)[:2] == sm90.TILES[(128, True)]
-    assert sm90.config_for(128, False, False, True, True)[:2] != (128, 192)
-    monkeypatch.setattr(sm90, "O_DIRECT", False)
+    assert wide.tile == (128, 192) and wide.o_direct and wide.q_stages == 1
+    assert sm90.config_for(128, False, False, False, False).tile == sm90.TILES[(128, False)]
+    assert sm90.config_for(128, False, True, False, True).tile == sm90.TILES[(128, True)]
+    assert sm90.config_for(128, False, False, True, True).tile != (128, 192)
     assert sm90.config_for(128, False, False, False, True).o_direct and not sm90.config_for(128, False, False, False, False).o_direct
     # WIDE_KEY_PINGPONG: the scheduler barrier in the wide build alone; None leaves PINGPONG's choice
     monkeypatch.setattr(sm90, "PINGPONG", False)
@@ -1114,12 +906,12 @@ def test_nvfp4_output_is_fused_only_where_the_bf16_build_is_its_tile(monkeypatch
                     wide = sm90.wide_keys(d, sk)
                     bf16 = sm90.config_for(d, masked, masked, False, wide)
                     fp4 = sm90.config_for(d, masked, masked, True, wide)
-                    if bf16[:2] == fp4[:2]:
+                    if bf16.tile == fp4.tile:
                         continue
                     q = types.SimpleNamespace(dtype=torch.bfloat16, shape=(1, sk, 8, d), get_device=lambda: 0)
                     limit = 0 if masked else -1  # (a window with both limits, as config_for was asked)
                     assert ops._bf16_call_differs(q, 1, sk, sk, 8, 8, False, limit, limit, "wgmma", None, None), (
-                        f"D={d}, masked {masked}, Sk={sk}: bf16 {bf16[:2]}, NVFP4 {fp4[:2]}, and ops would fuse"
+                        f"D={d}, masked {masked}, Sk={sk}: bf16 {bf16.tile}, NVFP4 {fp4.tile}, and ops would fuse"
                     )
     finally:
         ops.clear_launch_cache()
@@ -1193,30 +985,21 @@ def _knob_keeps_the_bits(torch, monkeypatch, knob: str, case, d: int, seed: int,
 
 @pytest.mark.gpu
 def test_gpu_o_direct(monkeypatch):
-    """O_DIRECT: at 128 x 128 the same bits as O through shared memory (only the path out
-    differs) on many tiles a persistent CTA, one CTA per tile, GQA, key and query tails (rows
-    past Sq not written: O's rows there keep what the output held), fp16, causal and a window
-    with a sink, with the tail split's pieces; at 128 x 160, 176 and 192 the reference's values."""
+    """O from registers straight to global memory (the wide-key build, Config.o_direct): the
+    reference's values at 128 x 160, 176 and 192 (as WIDE_KEY_TILES), GQA, key and query tails,
+    fp16, a sink, and through ops' choice by the call's keys."""
     torch = _cuda()
     _gpu_path(torch, "wgmma")
     fmha = _fmha()
     sm90 = fmha.fmha_sm90
-    shapes = _data_path_cases(torch)
-    for persistent in (True, False):
-        monkeypatch.setattr(sm90, "PERSISTENT", persistent)
-        for case in shapes:
-            _knob_keeps_the_bits(torch, monkeypatch, "O_DIRECT", case, 128, case[1], 2, f"persistent {persistent}")
     monkeypatch.setattr(sm90, "PERSISTENT", True)
-    monkeypatch.setattr(sm90, "O_DIRECT", True)
     for block_n in (160, 176, 192):
-        monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, block_n)})
-        _check(torch, torch.bfloat16, 4, 2048, 2048, 16, 16, 128, path="wgmma", seed=3)
-        _check(torch, torch.bfloat16, 2, 1000, 300, 8, 2, 128, path="wgmma")  # (two-block tiles)
-        _check(torch, torch.float16, 1, 777, 4096, 4, 1, 128, False, (-1, -1), True, path="wgmma", seed=5)
+        monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {128: (128, block_n)})
+        _check(torch, torch.bfloat16, 1, 1000, 8192, 16, 16, 128, path="wgmma", seed=3)
+        _check(torch, torch.float16, 1, 777, 9000, 4, 1, 128, False, (-1, -1), True, path="wgmma", seed=5)
     # through ops' choice by the call's keys (WIDE_KEY_TILES): 8192 keys take 192, 8191 do not
     monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 128)})
     monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {128: (128, 192)})
-    monkeypatch.setattr(sm90, "O_DIRECT", False)  # (the wide build takes it anyway)
     for wide_pingpong in (False, True):  # (WIDE_KEY_PINGPONG: the wide build with the scheduler barrier)
         monkeypatch.setattr(sm90, "WIDE_KEY_PINGPONG", wide_pingpong)
         _check(torch, torch.bfloat16, 2, 1000, 8192, 8, 2, 128, path="wgmma", seed=6)
@@ -1239,70 +1022,6 @@ def test_gpu_unmasked_inf_guard_keeps_the_bits(d, monkeypatch):
         _knob_keeps_the_bits(torch, monkeypatch, "UNMASKED_INF_GUARD", case, d, case[1] + d, 1, "guard")
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("d", [64, 128])
-def test_gpu_o_in_q(d, monkeypatch):
-    """O_IN_Q: O through each consumer warpgroup's stage of the one Q buffer, each stage loaded
-    and released by itself. The same arithmetic as O through its own buffer (only the ways of
-    Q in and O out differ), so the same bits: on many tiles a persistent CTA (the dynamic order
-    with a diagonal), one CTA per tile, GQA, key and query tails (the last tile's rows past Sq:
-    zeros loaded, nothing stored), fp16, causal, a window with a sink, the tail split's pieces
-    (the plan's fixed cost at 0 so that they are cut), three calls in a row; the wide tile
-    (WIDE_KEY_TILES, with and without its scheduler barrier) the same bits as with O_DIRECT."""
-    torch = _cuda()
-    _gpu_path(torch, "wgmma")
-    fmha = _fmha()
-    sm90 = fmha.fmha_sm90
-    monkeypatch.setattr(sm90, "TMA_STORE", True)  # (O_IN_Q stores by TMA: every configuration here)
-    monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {})
-    monkeypatch.setattr(sm90, "TAIL_LAUNCH_COST", 0.0)
-    sm90.tail_splits.cache_clear()
-    shapes = _data_path_cases(torch) + [(1, 2048, 4096, 68, 68, torch.bfloat16, False, (-1, -1), False)]  # (+ a short last round: the tail split's pieces)
-    try:
-        for persistent in (True, False):
-            monkeypatch.setattr(sm90, "PERSISTENT", persistent)
-            for case in shapes:
-                _knob_keeps_the_bits(torch, monkeypatch, "O_IN_Q", case, d, case[1] + case[2], 3, f"persistent {persistent}")
-        if d == 128:
-            monkeypatch.setattr(sm90, "PERSISTENT", True)
-            monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {128: (128, 192)})
-            for wide_pingpong in (False, True):
-                monkeypatch.setattr(sm90, "WIDE_KEY_PINGPONG", wide_pingpong)
-                for case in [(2, 1000, 8192, 8, 2, torch.bfloat16, False, (-1, -1), False), (1, 4000, 9000, 4, 1, torch.float16, False, (-1, -1), True)]:
-                    # (without it the wide build takes O_DIRECT)
-                    _knob_keeps_the_bits(torch, monkeypatch, "WIDE_KEY_O_IN_Q", case, d, case[2], 1, f"pingpong {wide_pingpong}")
-                _check(torch, torch.bfloat16, 2, 1000, 8192, 8, 2, 128, path="wgmma", seed=6)
-    finally:
-        sm90.tail_splits.cache_clear()
-
-
-def test_wgmma_o_in_q_compiles(tmp_path, monkeypatch):
-    """O_IN_Q's PTX at D=128 (unmasked, 128 x 128 and the wide tile): Q loaded a consumer
-    warpgroup at a time (at 128 x 128 two more TMA loads than the default build, whose one
-    128-row load is two boxes of 64 columns), O still stored by TMA, no local memory in the
-    attention kernel; one Q buffer and no O buffer; refused without TMA_STORE."""
-    sm90 = _fmha().fmha_sm90
-    loads = r"cp\.async\.bulk\.tensor\.\dd\.shared::cta\.global"
-    counts = {}
-    for o_in_q, wide, block_n in ((False, False, 128), (True, False, 128), (True, True, 192)):
-        monkeypatch.setattr(sm90, "O_IN_Q", o_in_q and not wide)
-        monkeypatch.setattr(sm90, "WIDE_KEY_O_IN_Q", o_in_q and wide)
-        monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {128: (128, block_n)})
-        config = sm90.config_for(128, False, False, False, wide)
-        assert config.block_n == block_n and config.o_in_q == o_in_q and not config.o_direct and config.tma_store
-        assert config.q_stages == (1 if o_in_q else 2)
-        ptx = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config).__ptx__
-        main = _main_kernel(ptx)
-        assert ".local" not in main
-        assert re.search(r"cp\.async\.bulk\.tensor\.\dd\.global\.shared::cta", main)  # (O by TMA)
-        counts[(o_in_q, block_n)] = len(re.findall(loads, main))
-    assert counts[(True, 128)] == counts[(False, 128)] + 2, counts
-    monkeypatch.setattr(sm90, "O_IN_Q", True)
-    monkeypatch.setattr(sm90, "TMA_STORE", False)
-    with pytest.raises(ValueError, match="O_IN_Q"):
-        sm90.config_for(128, False, False)
-
-
 def test_wgmma_cluster_compiles(tmp_path, monkeypatch):
     """CLUSTER = 2 (K/V shared by two CTAs, FA3's ClusterM): the host function holds two kernels,
     the cluster build (K and V by multicast TMA, each CTA's consumers also releasing the other
@@ -1311,8 +1030,7 @@ def test_wgmma_cluster_compiles(tmp_path, monkeypatch):
     diagonal the configuration keeps one CTA, and the dynamic order is refused."""
     sm90 = _fmha().fmha_sm90
     monkeypatch.setattr(sm90, "CLUSTER", 2)
-    monkeypatch.setattr(sm90, "O_IN_V", False)  # (O_IN_V takes one CTA: refused below)
-    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 128)})  # (128 x 176 needs O_IN_V)
+    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 128)})
     for d in (64, 128):
         config = sm90.config_for(d, False, False)
         assert config.cluster == 2 and config.max_ctas % 2 == 0
@@ -1346,8 +1064,7 @@ def test_gpu_wgmma_cluster(d, monkeypatch):
     _gpu_path(torch, "wgmma")
     fmha = _fmha()
     sm90 = fmha.fmha_sm90
-    monkeypatch.setattr(sm90, "O_IN_V", False)  # (O_IN_V takes one CTA)
-    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 128)})  # (128 x 176 needs O_IN_V)
+    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 128)})
     shapes = [  # (b, sq, sk, hq, hkv, dtype): query tiles a head even, even, odd
         (2, 1024, 1024, 4, 2, torch.bfloat16),
         (3, 2048, 3000, 16, 4, torch.float16),
@@ -1414,9 +1131,11 @@ def test_exp2_fma_formula_accuracy(impl):
 
 def test_exp2_fma_columns_and_arguments():
     fmha = _fmha()
-    assert fmha._fma_columns(16, 0) == (False,) * 16
-    assert sum(fmha._fma_columns(16, 4)) == 4 and sum(fmha._fma_columns(16, 8)) == 8
-    assert fmha._fma_columns(16, 16) == (True,) * 16
+    from kernels import exp2
+
+    assert exp2._fma_columns(16, 0) == (False,) * 16
+    assert sum(exp2._fma_columns(16, 4)) == 4 and sum(exp2._fma_columns(16, 8)) == 8
+    assert exp2._fma_columns(16, 16) == (True,) * 16
     assert fmha._fma_cols(0.25) == 4 and fmha._fma_cols(0.5) == 8 and fmha._fma_cols(0) == 0
     with pytest.raises(ValueError, match="exp2_on_fma"):
         fmha.compile_attention(exp2_on_fma=1.5)

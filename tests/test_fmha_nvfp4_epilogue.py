@@ -114,46 +114,14 @@ def test_offloaded_epilogue_accesses(tmp_path, head_dim, monkeypatch):
     assert producer >= 32 and producer + wgs * consumer <= launched * (1 + wgs), (producer, consumer, launched)
 
 
-def test_offload_fallback_compiles(tmp_path, monkeypatch):
-    """NVFP4_OFFLOAD_FALLBACK (prepared, not yet run on a GPU): the consumers test the hand-over's
-    mbarrier without waiting (`mbarrier.test_wait`), keep their own quantizing code for the
-    rows they keep (the consumers' 16-byte code stores beside the quantizing warps'), and the
-    build passes check-collectives; with one Q buffer the fallback is not taken."""
-    import lowering
-    from kernels import fmha_sm90
-
-    monkeypatch.setattr(fmha_sm90, "NVFP4_OFFLOAD", True)
-    monkeypatch.setattr(fmha_sm90, "NVFP4_OFFLOAD_FALLBACK", True)
-    config = fmha_sm90.config_for(128, False, True)
-    assert config.nvfp4_fallback
-    with lowering.prelowering(None, check="collectives"):
-        ptx = fmha_sm90._compile.__wrapped__("bfloat16", 128, False, True, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", True, config).__ptx__
-    assert "mbarrier.test_wait.parity" in ptx
-    wgs = config.block_m // 64
-    # quantizing warps: a row a thread, 4 pairs a row per warpgroup's rows; consumers: half a row a thread, 2 pairs
-    assert _accesses(ptx)["st.global.v4.b32"] == wgs * 4 + 2, _accesses(ptx)
-    monkeypatch.setattr(fmha_sm90, "NVFP4_OFFLOAD_FALLBACK", "always")  # (the kept rows' path only: no test)
-    config = fmha_sm90.config_for(128, False, True)
-    assert config.nvfp4_fallback == "always"
-    ptx = fmha_sm90._compile.__wrapped__("bfloat16", 128, False, True, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", True, config).__ptx__
-    assert "mbarrier.test_wait" not in ptx
-    monkeypatch.setattr(fmha_sm90, "Q_STAGES", 1)
-    assert not fmha_sm90.config_for(128, False, True).nvfp4_fallback
-    monkeypatch.setattr(fmha_sm90, "NVFP4_OFFLOAD_FALLBACK", "sometimes")  # a value it does not know: refused
-    with pytest.raises(ValueError, match="NVFP4_OFFLOAD_FALLBACK must be"):
-        fmha_sm90.config_for(128, False, True)
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("d, causal, window, sink", [(128, False, (-1, -1), False), (128, True, (-1, -1), False), (64, True, (-1, -1), False), (64, False, (300, 40), True)])
-@pytest.mark.parametrize("persistent, fallback", [(True, False), (False, False), (True, True), (True, "always")])
-def test_gpu_offloaded_epilogue_many_tiles(d, causal, window, sink, persistent, fallback, monkeypatch):
+@pytest.mark.parametrize("persistent", [True, False])
+def test_gpu_offloaded_epilogue_many_tiles(d, causal, window, sink, persistent, monkeypatch):
     """NVFP4_OFFLOAD over many tiles a CTA (the hand-over's phases turning tile after tile, in the
     static and the dynamic orders), with GQA, Sq = 900 (the last tile's second warpgroup has no
-    valid row at 128-row tiles, some at 192), a window with a sink, one CTA per tile, and with
-    NVFP4_OFFLOAD_FALLBACK (rows kept by the consumers whenever the last ones are not back; with
-    "always" every tile's, so that path runs whatever the timing): the bytes of
-    `nvfp4.quantize` of the plain output, twice in a row."""
+    valid row at 128-row tiles, some at 192), a window with a sink, one CTA per tile: the bytes
+    of `nvfp4.quantize` of the plain output, twice in a row."""
     torch = _cuda()
     from kernels import fmha, fmha_sm90, nvfp4
     from kernels.torch_device import arch_of
@@ -161,7 +129,6 @@ def test_gpu_offloaded_epilogue_many_tiles(d, causal, window, sink, persistent, 
     if arch_of(torch.device("cuda")) not in fmha_sm90.ARCHS:
         pytest.skip("the wgmma path needs sm_90a")
     monkeypatch.setattr(fmha_sm90, "NVFP4_OFFLOAD", True)
-    monkeypatch.setattr(fmha_sm90, "NVFP4_OFFLOAD_FALLBACK", fallback)
     monkeypatch.setattr(fmha_sm90, "PERSISTENT", persistent)
     gen = torch.Generator(device="cuda").manual_seed(d)
     q = torch.randn(3, 900, 16, d, generator=gen, device="cuda").to(torch.bfloat16)

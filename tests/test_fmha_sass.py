@@ -44,9 +44,9 @@ def test_default_d128_key_loop_converts_p_once(tmp_path):
     assert all(loop.counts["MUFU"] >= 64 for loop in keys)  # an exp2 a score value (64 a thread)
 
 
-@pytest.mark.parametrize("variant, wide_keys, block_n", [("o_direct", False, 128), ("wide176", True, 176), ("wide192_pp", True, 192)])
+@pytest.mark.parametrize("variant, wide_keys, block_n", [("wide176", True, 176), ("wide192_pp", True, 192)])
 def test_o_direct_key_loop_converts_p_once(tmp_path, variant, wide_keys, block_n):
-    """O_DIRECT (and the wide-key tiles, which take it, with or without the scheduler barrier)
+    """O from registers (the wide-key tiles, which take it, with or without the scheduler barrier)
     converted P twice in the key loop until the in-loop S wgmma stopped naming P's
     f32 values as its input (62 F2FP against 32)."""
     text = fmha_sass.variant_sass(variant, 128, False, str(tmp_path), wide_keys=wide_keys)
@@ -106,9 +106,9 @@ def test_count_before_stops_at_the_first_match():
 
 
 def test_the_report_lists_the_key_loop_of_each_variant(tmp_path):
-    texts = {name: fmha_sass.variant_sass(name, 128, False, str(tmp_path)) for name in ("now", "o_direct")}
+    texts = {name: fmha_sass.variant_sass(name, 128, False, str(tmp_path)) for name in ("now", "stmatrix")}
     rows = [line for line in fmha_sass.table(texts).splitlines()[2:]]
-    assert {row.split(" | ")[0].strip("| ") for row in rows} == {"now", "o_direct"}
+    assert {row.split(" | ")[0].strip("| ") for row in rows} == {"now", "stmatrix"}
     assert all(row.count("|") == 16 for row in rows)
 
 

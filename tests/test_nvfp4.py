@@ -200,20 +200,21 @@ def test_scale_from_partials_ptx(arch, tmp_path):
 
     import lowering
     from kernels import nvfp4
+    from kernels import nvfp4_kernels
 
-    f32 = nvfp4._f32_pointer(256)
+    f32 = nvfp4_kernels._f32_pointer(256)
 
     def ptx(fn, pointers):  # the builds of compile_quantize/compile_amax/compile_global_scale, with the PTX kept
         options = f"--gpu-arch {arch} --keep-ptx --dump-dir {tmp_path}"  # (the PTX files go to tmp_path, not the working directory)
         with lowering.prelowering("auto"):
-            return cute.compile(fn, *pointers, cutlass.Int32(16), nvfp4._stream_arg(), options=options).__ptx__
+            return cute.compile(fn, *pointers, cutlass.Int32(16), nvfp4_kernels._stream_arg(), options=options).__ptx__
 
-    values = nvfp4._values_pointer(nvfp4.INPUT_TYPES["bfloat16"], 256)
-    quantize_pointers = nvfp4._pointer_args(nvfp4.INPUT_TYPES["bfloat16"], *[256] * 4)
-    quantize = ptx(nvfp4._make_quantize("plain", nvfp4.BLOCKS_PER_THREAD, "partials"), quantize_pointers + (f32,))
-    one_launch = ptx(nvfp4._make_quantize("plain", nvfp4.BLOCKS_PER_THREAD, "cluster"), quantize_pointers)
-    amax = ptx(nvfp4._make_amax(partials=True), (values, f32))
-    scale = ptx(nvfp4._make_global_scale(), (values, f32, f32))
+    values = nvfp4_kernels._values_pointer(nvfp4.INPUT_TYPES["bfloat16"], 256)
+    quantize_pointers = nvfp4_kernels._pointer_args(nvfp4.INPUT_TYPES["bfloat16"], *[256] * 4)
+    quantize = ptx(nvfp4_kernels._make_quantize("plain", nvfp4.BLOCKS_PER_THREAD, "partials"), quantize_pointers + (f32,))
+    one_launch = ptx(nvfp4_kernels._make_quantize("plain", nvfp4.BLOCKS_PER_THREAD, "cluster"), quantize_pointers)
+    amax = ptx(nvfp4_kernels._make_amax(partials=True), (values, f32))
+    scale = ptx(nvfp4_kernels._make_global_scale(), (values, f32, f32))
     for module in (quantize, one_launch, scale):
         assert "0f45280000" in module  # 2688.0
         assert len([line for line in module.splitlines() if "div.rn.f32" in line]) == 1
@@ -517,9 +518,10 @@ def test_quantize_computed_scale_matches_torch(dtype, case, build, monkeypatch):
     tail, decode, at_limit, *_decode), or the two-launch build forced for every size."""
     torch = _cuda()
     from kernels import nvfp4
+    from kernels import nvfp4_kernels
 
     if build == "partials":
-        monkeypatch.setattr(nvfp4, "ONE_LAUNCH_MAX_ELEMENTS", 0)
+        monkeypatch.setattr(nvfp4_kernels, "ONE_LAUNCH_MAX_ELEMENTS", 0)
     x = _amax_case(torch, dtype, case, seed=11, device="cuda")
     packed, scales, gs = nvfp4.quantize(x)
     want = _torch_global_scale(torch, x)

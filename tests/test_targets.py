@@ -79,7 +79,7 @@ CONVERTED = (
 
 
 def test_the_table_covers_the_installed_release():
-    assert table_release() == cutedsl_release(), "this CuTeDSL release was not measured: run bench/measure_targets.py"
+    assert table_release() == cutedsl_release(), "this CuTeDSL release was not measured: run python -m lowering.measure_targets"
     assert {"sm_80", "sm_89", "sm_90a", "sm_100", "sm_100a", "sm_100f", "sm_120", "sm_120a"} <= set(TARGETS)
     assert set(CONVERTED) <= set(CONVERSIONS)
 
@@ -119,8 +119,7 @@ REMEASURED = ("sm_89", "sm_100", "sm_100a", "sm_120", "sm_120a")
 
 @pytest.mark.parametrize("arch", REMEASURED)
 def test_the_table_matches_a_fresh_measurement(arch):
-    sys.path.insert(0, str(ROOT / "bench"))
-    from measure_targets import module
+    from lowering.measure_targets import module
 
     from lowering.repro.runner import run_jobs
 
