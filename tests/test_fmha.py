@@ -223,14 +223,13 @@ def test_compiles_wgmma(i, layout, tmp_path):
     (consumer,) = map(int, re.findall(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+(\d+);", ptx))
     assert producer + wgs * consumer <= 65536 // (128 * (1 + wgs)) // 8 * 8 * (1 + wgs), (producer, consumer)
     # the dynamic tile scheduler (ORDER "dynamic", persistent): one relaxed draw per tile, the
-    # acq_rel count of CTAs done, the producer's side of the hand-over's named barriers (one
-    # pair per consumer warpgroup); absent from the other builds
+    # acq_rel count of CTAs done; absent from the other builds. Its hand-over of the tile index
+    # goes through two mbarriers (issue 34: racecheck does not follow the named barriers of
+    # 160 threads, producer warp + consumer warpgroup, that it used before): none is left
     config = fmha.fmha_sm90.config_for(head_dim, has_left, has_right)
     dynamic = config.order == "dynamic" and config.max_ctas < 2**31 - 1
     assert ("atom.global.add.u32" in ptx) == ("atom.global.acq_rel.add.u32" in ptx) == dynamic
-    for wg in range(config.block_m // 64):
-        assert (re.search(rf"bar\.sync\s+{9 + 2 * wg}, 160;", ptx) is not None) == dynamic
-        assert (re.search(rf"bar\.arrive\s+{8 + 2 * wg}, 160;", ptx) is not None) == dynamic
+    assert re.search(r"bar\.(sync|arrive)\s+\S+,\s*160;", ptx) is None
     # TAIL_SPLIT (without a diagonal or a sink): the pieces' kernel and the combine after it
     assert full.count(".entry ") == (3 if config.tail_split and not sink else 1)
     # "auto" takes this path on sm_90a (the same cached compile)
