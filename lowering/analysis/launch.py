@@ -82,8 +82,45 @@ def cluster_size(func_op) -> int | None:
         elif "cluster_launch" in facts and isinstance(facts["cluster_launch"], ir.BoolAttr) and not facts["cluster_launch"].value:
             return 1
     if not isinstance(found, (ir.DenseI32ArrayAttr, ir.DenseI64ArrayAttr)):
-        return None
+        return _launched_cluster_size(func_op)
     size = 1
     for x in found:
         size *= int(x)
     return size
+
+
+def _launched_cluster_size(func_op) -> int | None:
+    """The cluster size the host code launches the kernel with, when every launch of it in the
+    module says the same constant one (CuTeDSL before 4.8 records no launch facts on the kernel:
+    `cuda.launch_cfg.cluster_dim(%cfg, %x, %y, %z)` on the config `cuda.launch_ex` takes)."""
+    try:
+        name = func_op.attributes["sym_name"].value
+        top = func_op.parent.parent  # kernel -> gpu.module -> module
+    except (AttributeError, KeyError, IndexError):
+        return None
+    sizes: set = set()
+
+    def visit(op):
+        if op.name == "cuda.launch_ex" and "callee" in op.attributes and str(op.attributes["callee"]).endswith(f"@{name}"):
+            config = list(op.operands)[0] if len(list(op.operands)) else None
+            dims = [use.owner for use in config.uses if use.owner.name == "cuda.launch_cfg.cluster_dim"] if config is not None else []
+            if not dims:
+                sizes.add(1)
+            for dim in dims:
+                size = 1
+                for v in list(dim.operands)[1:]:
+                    owner = v.owner
+                    if isinstance(owner, ir.Block) or owner.name != "arith.constant":
+                        sizes.add(None)
+                        break
+                    size *= int(owner.attributes["value"].value)
+                else:
+                    sizes.add(size)
+        return ir.WalkResult.ADVANCE
+
+    for region in top.regions:
+        for block in region.blocks:
+            for op in block.operations:
+                if op.operation.name == "func.func":
+                    op.operation.walk(visit)
+    return sizes.pop() if len(sizes) == 1 else None
