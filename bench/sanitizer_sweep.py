@@ -26,7 +26,8 @@ other API error fails the sweep too, listed apart. Each tool's `ERROR SUMMARY` m
 the reports parsed, or the sweep fails (a format it cannot read is not a clean run).
 
 Writes DIR/sanitizer_TOOL_SHARD.log, DIR/sanitizer.json and prints a table. With
-`--results FILE`, sets `sanitizer_TOOL` in that JSON (kernel_errors, builds: distinct
+`--results FILE`, sets `sanitizer_TOOL` in that JSON for each tool whose shards all finished,
+errors or not (kernel_errors, builds: distinct
 kernel builds that ran under the tool, cases, date, gpu, the command). Exit status: 0 when
 every tool saw 0 kernel errors and every worker finished, 1 otherwise, 2 when there is no
 GPU or no compute-sanitizer (nothing run).
@@ -334,10 +335,13 @@ def main(argv=None) -> int:
         report[tool] = r
     with open(os.path.join(args.out, "sanitizer.json"), "w") as f:
         json.dump({"date": date, "gpu": gpu, "cases": names, "tools": report}, f, indent=1)
-    if args.results and status == 0 or args.results and os.environ.get("SANITIZER_RECORD_FAILURES"):
+    if args.results:
         with open(args.results) as f:
             results = json.load(f)
         for tool, r in report.items():
+            if r["unfinished"]:  # (a run that did not finish says nothing about the kernels)
+                print(f"{tool}: not recorded in {args.results} (unfinished shards)")
+                continue
             results[f"sanitizer_{tool}"] = {
                 "kernel_errors": r["kernel_errors"], "builds": r["builds"], "cases": r["cases"], "date": date, "gpu": gpu,
                 "command": f"python bench/sanitizer_sweep.py --out DIR --tools {tool}",
