@@ -3,9 +3,10 @@
     python tests/post_stage_worker.py OUT_DIR KIND:NAME [KIND:NAME ...]     (sm_90a, no GPU)
 
 KIND is `ours` (tests/cute_kernels.py cases; `fmha128`, `fmha64`, `fmha128c`: our wgmma FMHA, bf16,
-D=128 or 64, `c` causal), `quack`
-(tests/quack_kernels.py) or `cutlass` (CUTLASS's Hopper examples, from CUTLASS_EXAMPLES_DIR,
-bench/cutlass_examples_sweep.py). Each kernel is compiled three times:
+D=128 or 64, `c` causal), `quack` (tests/quack_kernels.py), `cutlass` (CUTLASS's Hopper examples,
+from CUTLASS_EXAMPLES_DIR, bench/cutlass_examples_sweep.py) or `fa4` (FlashAttention-4's sm_90
+forward under torch's FakeTensorMode, bench/check_collectives_sweep.py's `fa4` names, e.g.
+`fa4_fwd_d128`; flash-attn-4 must be importable). Each kernel is compiled three times:
 
 - `plain`: no hook at all;
 - `split`: inside `prelowering("builtin.module()")` with CUTE_LOWERING_DUMP set, so CuTeDSL's
@@ -76,7 +77,21 @@ def _builders(kind: str, name: str):
         import cutlass_examples_sweep
 
         return dict(cutlass_examples_sweep.hopper(os.environ["CUTLASS_EXAMPLES_DIR"]))[name]
-    raise SystemExit(f"unknown kind {kind!r}: ours, quack or cutlass")
+    if kind == "fa4":
+        # FA4 picks its kernel from FLASH_ATTENTION_ARCH and asks the GPU for the SM count
+        os.environ.update(FLASH_ATTENTION_ARCH=ARCH.rstrip("a"), FLASH_ATTENTION_NUM_SMS="132")
+        sys.path.insert(0, os.path.join(os.path.dirname(HERE), "bench"))
+        import check_collectives_sweep
+
+        forward = dict(check_collectives_sweep.fa4(ARCH))[name]
+        from flash_attn.cute import interface
+
+        def build():
+            interface._flash_attn_fwd.compile_cache.clear()  # FA4's in-memory cache: every build a real one
+            forward()
+
+        return build
+    raise SystemExit(f"unknown kind {kind!r}: ours, quack, cutlass or fa4")
 
 
 def _build(build, dump: str, variant: str, post_dump: str, keep_cubin: str | None = None) -> dict:

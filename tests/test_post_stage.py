@@ -3,7 +3,8 @@
 lowering/post_stage.py cuts CuTeDSL's pipeline at `cute-to-nvvm{llvm-only=true}` for a module
 the hook stamped; these tests check the cut itself (the expansion as measured per release),
 that the cut alone changes nothing (byte-identical PTX and cubin, here on small kernels and,
-through tests/post_stage_worker.py, on our FMHA, quack's and CUTLASS's Hopper kernels), that
+through tests/post_stage_worker.py, on our FMHA, quack's, CUTLASS's Hopper and FlashAttention-4's
+sm_90 kernels), that
 post passes run and reach the binary, that CuTeDSL's cache never hands one build's binary to the
 other, and that every misuse is a located error, never a traceback.
 """
@@ -213,6 +214,7 @@ def test_a_failing_post_pass_is_reported_as_ours(tmp_path):
         ("ours:fmha128",),
         pytest.param(("quack:gemm_bf16", "quack:softmax_fwd"), id="quack"),
         pytest.param(("cutlass:cutlass_hopper_dense_gemm",), id="cutlass"),
+        pytest.param(("fa4:fa4_fwd_d128", "fa4:fa4_fwd_d128_causal", "fa4:fa4_fwd_d64"), id="fa4"),
     ],
 )
 def test_other_kernels_are_byte_identical_through_the_cut(specs, tmp_path):
@@ -220,6 +222,8 @@ def test_other_kernels_are_byte_identical_through_the_cut(specs, tmp_path):
         importlib_find("quack") is None or importlib_find("torch") is None or importlib_find("tvm_ffi") is None
     ):
         pytest.skip("quack-kernels, torch or tvm_ffi not installed (pip install -e '.[peers]')")
+    if specs[0].startswith("fa4") and (importlib_find("flash_attn") is None or importlib_find("torch") is None):
+        pytest.skip("flash-attn-4 not importable (pip install --target DIR --no-deps flash-attn-4==4.0.0b36; DIR on PYTHONPATH)")
     if specs[0].startswith("cutlass") and not os.environ.get("CUTLASS_EXAMPLES_DIR"):
         pytest.skip("CUTLASS_EXAMPLES_DIR (NVIDIA/cutlass examples/python/CuTeDSL) not set")
     env = dict(os.environ, POST_PIPELINE=f"builtin.module(wgmma-desc-hoist,{MEMBAR})")
