@@ -11,6 +11,7 @@ other, and that every misuse is a located error, never a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -249,3 +250,36 @@ def importlib_find(name: str):
     import importlib.util
 
     return importlib.util.find_spec(name)
+
+
+# --- direct @cute.jit calls on the GPU: the post stage runs, and the caches keep builds apart
+@pytest.mark.gpu
+def test_direct_jit_calls_run_the_post_stage_and_never_share_a_binary():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    from cutlass.cute.runtime import from_dlpack
+    from cute_kernels import N, _exp2_on_fma, _launcher
+
+    lowering.install("builtin.module()")  # every compile leaves a report: a call served from a cache leaves none
+    launch = _launcher(_exp2_on_fma)  # a launcher of its own: nothing cached from other tests
+    src = torch.linspace(-20.0, 20.0, N, device="cuda", dtype=torch.float32)
+
+    def call(post: str | None) -> tuple[torch.Tensor, list[list[str]]]:
+        """The output, and per compile this call caused, the post passes it ran."""
+        dst = torch.empty_like(src)
+        before = len(lowering.reports())
+        with lowering.prelowering(post=post) if post else contextlib.nullcontext():
+            launch(from_dlpack(src), from_dlpack(dst))
+        torch.cuda.synchronize()
+        return dst, [[p.name for p in r.passes if p.stage == "post"] for r in lowering.reports()[before:]]
+
+    post = f"builtin.module({MEMBAR})"
+    rewritten, compiles = call(post)
+    assert compiles == [[MEMBAR]]
+    plain, compiles = call(None)  # built again, without it: not handed the rewritten binary
+    assert compiles == [[]]
+    assert torch.equal(rewritten, plain)
+    for variant in (post, None):  # each served from its own cache entry now
+        out, compiles = call(variant)
+        assert compiles == [] and torch.equal(out, plain)
