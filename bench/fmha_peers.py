@@ -25,7 +25,8 @@ on): max |out - ref| against the float64 reference for ours, FA3 and FA4 on the 
 ours must not exceed the larger of theirs.
 
 TFLOP/s = 4 * B * Hq * D * (unmasked (query, key) pairs). `--variants` also times our kernel
-with other knob settings of `kernels.fmha_sm90` (VARIANTS) on VARIANT_CASES. (An older kernel is
+with other knob settings (VARIANTS: `kernels.fmha_sm90_knobs.Knobs` values, passed down by
+`fmha.attention_with_knobs`) on VARIANT_CASES. (An older kernel is
 timed from a checkout of its commit: the variant that swapped a kernel file from git history
 into the launch path left with it, 2026-12-04.)
 
@@ -39,7 +40,9 @@ ours, peer = the fastest peer in this run, ratio = peer time / our time, and
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
+import functools
 import json
 import math
 import pathlib
@@ -92,10 +95,10 @@ _T128 = {(64, False): (128, 128), (64, True): (128, 128), (128, False): (128, 12
 def _cand(d64c=(128, 128), **knobs):
     """Every configuration persistent; D=64 192 x 128 (causal: d64c) with PINGPONG."""
     pp = {(64, False): True, (64, True): d64c[0] == 192, (128, False): False, (128, True): False}
-    return {"TILES": {**_T128, (64, False): (192, 128), (64, True): d64c}, "PERSISTENT": True, "PINGPONG": pp, **knobs}
+    return {"tiles": {**_T128, (64, False): (192, 128), (64, True): d64c}, "persistent": True, "pingpong": pp, **knobs}
 
 
-# name: {knob: value} of kernels.fmha_sm90
+# name: {knob: value}: fields of kernels.fmha_sm90_knobs.Knobs, or "fmha_decode.NAME" for a knob of that module
 # (a name may carry a suffix "#2" to time the same variant again later in the run)
 _D64_ONLY = {(64, False): True, (64, True): True, (128, False): False, (128, True): False}
 _D64_UNMASKED = {(64, False): True, (64, True): False, (128, False): False, (128, True): False}
@@ -103,136 +106,136 @@ _D128_UNMASKED = {(64, False): False, (64, True): False, (128, False): True, (12
 _PP128 = {(64, False): True, (64, True): True, (128, False): True, (128, True): False}  # PINGPONG at D=128 unmasked too
 _T_NOW = {(64, False): (192, 128), (64, True): (192, 128), (128, False): (128, 128), (128, True): (128, 128)}  # TILES since session 8
 _DYN_DIAG = {(64, False): "snake", (64, True): "dynamic", (128, False): "snake", (128, True): "dynamic"}
-_D64C_192 = {"MASK_RELATIVE": True, "TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)},
-             "SOFTMAX_INTERLEAVED": {(64, False): True, (64, True): False, (128, False): False, (128, True): False}}
+_D64C_192 = {"mask_relative": True, "tiles": {**_T128, (64, False): (192, 128), (64, True): (192, 128)},
+             "softmax_interleaved": {(64, False): True, (64, True): False, (128, False): False, (128, True): False}}
 VARIANTS = {
     "now": {},
-    "head_774a43d": {"TILES": _T128, "PERSISTENT": "auto", "PINGPONG": False, "ORDER": "stride"},  # the knobs' values at 774a43d
-    "one_cta_per_tile": {"PERSISTENT": False},
-    "persistent_all": {"PERSISTENT": True},
-    "d64_192x128": {"TILES": {(64, False): (192, 128), (64, True): (192, 128), (128, False): (128, 128), (128, True): (128, 128)}},
-    "d64_192x96": {"TILES": {(64, False): (192, 96), (64, True): (192, 96), (128, False): (128, 128), (128, True): (128, 128)}},
-    "d128_128x176": {"TILES": {(64, False): (128, 128), (64, True): (128, 128), (128, False): (128, 176), (128, True): (128, 128)}},
-    "d128_128x144": {"TILES": {(64, False): (128, 128), (64, True): (128, 128), (128, False): (128, 144), (128, True): (128, 128)}},
-    "pingpong": {"PINGPONG": True},
-    "one_key_loop": {"MASK_LOOPS": False},  # the causal key loop not split by mask (before session 5)
-    "two_key_loops": {"MASK_LOOPS": True},  # split for every head dim
+    "head_774a43d": {"tiles": _T128, "persistent": "auto", "pingpong": False, "order": "stride"},  # the knobs' values at 774a43d
+    "one_cta_per_tile": {"persistent": False},
+    "persistent_all": {"persistent": True},
+    "d64_192x128": {"tiles": {(64, False): (192, 128), (64, True): (192, 128), (128, False): (128, 128), (128, True): (128, 128)}},
+    "d64_192x96": {"tiles": {(64, False): (192, 96), (64, True): (192, 96), (128, False): (128, 128), (128, True): (128, 128)}},
+    "d128_128x176": {"tiles": {(64, False): (128, 128), (64, True): (128, 128), (128, False): (128, 176), (128, True): (128, 128)}},
+    "d128_128x144": {"tiles": {(64, False): (128, 128), (64, True): (128, 128), (128, False): (128, 144), (128, True): (128, 128)}},
+    "pingpong": {"pingpong": True},
+    "one_key_loop": {"mask_loops": False},  # the causal key loop not split by mask (before session 5)
+    "two_key_loops": {"mask_loops": True},  # split for every head dim
     # the scheduler barrier for the causal configurations (no spills, ptxas 13.0)
-    "d64c_pp": {"PINGPONG": {(64, False): True, (64, True): True, (128, False): False, (128, True): False}},
-    "d128c_pp": {"PINGPONG": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
+    "d64c_pp": {"pingpong": {(64, False): True, (64, True): True, (128, False): False, (128, True): False}},
+    "d128c_pp": {"pingpong": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
     # issue 14, prefill (h12): 192 x 128 at D=64 now fits 160 registers when persistent (ptxas:
     # 8 bytes of spills, 84 causal; one CTA per tile 240 / 644), so it is timed persistent
-    "d64_192": {"TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)},
-                "PERSISTENT": {(64, False): True, (64, True): True, (128, False): False, (128, True): False}},
-    "d64_192_pp": {"TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)}, "PINGPONG": True,
-                   "PERSISTENT": {(64, False): True, (64, True): True, (128, False): False, (128, True): False}},
-    "d64_192_fma25": {"TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)},
-                      "PERSISTENT": {(64, False): True, (64, True): True, (128, False): False, (128, True): False},
-                      "EXP2_FMA": {(64, False): 0.25, (64, True): 0.25}},
+    "d64_192": {"tiles": {**_T128, (64, False): (192, 128), (64, True): (192, 128)},
+                "persistent": {(64, False): True, (64, True): True, (128, False): False, (128, True): False}},
+    "d64_192_pp": {"tiles": {**_T128, (64, False): (192, 128), (64, True): (192, 128)}, "pingpong": True,
+                   "persistent": {(64, False): True, (64, True): True, (128, False): False, (128, True): False}},
+    "d64_192_fma25": {"tiles": {**_T128, (64, False): (192, 128), (64, True): (192, 128)},
+                      "persistent": {(64, False): True, (64, True): True, (128, False): False, (128, True): False},
+                      "exp2_fma": {(64, False): 0.25, (64, True): 0.25}},
     # persistent D=128 (+10% on D=128 without a mask in run1), D=64 192 x 128 with the scheduler
     # barrier; ORDER "snake" to balance causal tiles among persistent CTAs
-    "cand_snake": _cand(ORDER="snake"),
-    "cand_stride": _cand(ORDER="stride"),
-    "cand_snake_d64c192": _cand(ORDER="snake", d64c=(192, 128)),
-    "cand_snake_pp128": _cand(ORDER="snake", PINGPONG=True),
-    "cand_snake_fma": _cand(ORDER="snake", EXP2_FMA={(64, False): 0.25, (64, True): 0.25}),
+    "cand_snake": _cand(order="snake"),
+    "cand_stride": _cand(order="stride"),
+    "cand_snake_d64c192": _cand(order="snake", d64c=(192, 128)),
+    "cand_snake_pp128": _cand(order="snake", pingpong=True),
+    "cand_snake_fma": _cand(order="snake", exp2_fma={(64, False): 0.25, (64, True): 0.25}),
     # run3: what to do where a diagonal is crossed (D=128 and D=64 causal/window)
-    "diag_one_cta": _cand(ORDER="snake", PERSISTENT={(64, False): True, (64, True): False, (128, False): True, (128, True): False}),
-    "diag_snake_pp": _cand(ORDER="snake", PINGPONG={(64, False): True, (64, True): False, (128, False): False, (128, True): True}),
+    "diag_one_cta": _cand(order="snake", persistent={(64, False): True, (64, True): False, (128, False): True, (128, True): False}),
+    "diag_snake_pp": _cand(order="snake", pingpong={(64, False): True, (64, True): False, (128, False): False, (128, True): True}),
     # session 6: the persistent kernel with FA3's dynamic tile scheduler (an atomic counter)
-    "dynamic_all": {"PERSISTENT": True, "ORDER": "dynamic"},
+    "dynamic_all": {"persistent": True, "order": "dynamic"},
     # session 20: no -inf guard on the row maximum where no mask touches the block (FA3's
     # Check_inf = false on its unmasked steps)
-    "no_inf_guard": {"UNMASKED_INF_GUARD": False},
+    "no_inf_guard": {"unmasked_inf_guard": False},
     # session 20: the dynamic order without a diagonal too (ncu, s20/n0: at 4x16x4096x128 our SMs
     # idle 6.7% of the main kernel's cycles against FA3's 4.3%, with the same 68-CTA last round)
-    "dyn128": {"ORDER": {(64, False): "snake", (64, True): "dynamic", (128, False): "dynamic", (128, True): "dynamic"}},
-    "dynamic_diag": {"PERSISTENT": True, "ORDER": _DYN_DIAG},
-    "dyn_linear": {"SECTION_BYTES": 0},  # the dynamic order without L2 sections (query tile fastest, then head; the default before session 9)
-    "dyn_sections_16m": {"SECTION_BYTES": 16 << 20},
-    "dyn_sections_32m": {"SECTION_BYTES": 32 << 20},  # FA3's section size (hopper/tile_scheduler.hpp)
+    "dyn128": {"order": {(64, False): "snake", (64, True): "dynamic", (128, False): "dynamic", (128, True): "dynamic"}},
+    "dynamic_diag": {"persistent": True, "order": _DYN_DIAG},
+    "dyn_linear": {"section_bytes": 0},  # the dynamic order without L2 sections (query tile fastest, then head; the default before session 9)
+    "dyn_sections_16m": {"section_bytes": 16 << 20},
+    "dyn_sections_32m": {"section_bytes": 32 << 20},  # FA3's section size (hopper/tile_scheduler.hpp)
     # session 9: with sections (+4-8% on the causal rows, s9 sec), the loop knobs that were even before
-    "sec_d128c_pp": {"SECTION_BYTES": 32 << 20, "PINGPONG": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
-    "sec_d64c_pp": {"SECTION_BYTES": 32 << 20, "PINGPONG": {(64, False): True, (64, True): True, (128, False): False, (128, True): False}},
-    "sec_d128c_2loops": {"SECTION_BYTES": 32 << 20, "MASK_LOOPS": {(64, True): True, (128, True): True}},
+    "sec_d128c_pp": {"section_bytes": 32 << 20, "pingpong": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
+    "sec_d64c_pp": {"section_bytes": 32 << 20, "pingpong": {(64, False): True, (64, True): True, (128, False): False, (128, True): False}},
+    "sec_d128c_2loops": {"section_bytes": 32 << 20, "mask_loops": {(64, True): True, (128, True): True}},
     # FA3's load order (K(n) before V(n + 1), a tile's first K before its Q)
-    "k_ahead": {"K_AHEAD": True},
-    "v_wait_late": {"V_WAIT_LATE": True},
-    "k_ahead_v_late": {"K_AHEAD": True, "V_WAIT_LATE": True},
-    "no_k_ahead": {"K_AHEAD": False},
-    "q2": {"Q_STAGES": 2},  # Q double-buffered: the next tile's Q loads while this one runs
+    "k_ahead": {"k_ahead": True},
+    "v_wait_late": {"v_wait_late": True},
+    "k_ahead_v_late": {"k_ahead": True, "v_wait_late": True},
+    "no_k_ahead": {"k_ahead": False},
+    "q2": {"q_stages": 2},  # Q double-buffered: the next tile's Q loads while this one runs
     # session 9, with two Q buffers: D=128 without a mask, the TMA store of O and/or the scheduler barrier (s9/r2)
-    "d128c_2loops_pp9": {"MASK_LOOPS": {(64, True): True, (128, True): True},
-                         "PINGPONG": {(64, False): True, (64, True): True, (128, False): False, (128, True): True}},
-    "tma128": {"TMA_STORE": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
-    "pp128u": {"PINGPONG": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
-    "tma128_pp": {"TMA_STORE": {(64, False): True, (64, True): True, (128, False): True, (128, True): False},
-                  "PINGPONG": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
+    "d128c_2loops_pp9": {"mask_loops": {(64, True): True, (128, True): True},
+                         "pingpong": {(64, False): True, (64, True): True, (128, False): False, (128, True): True}},
+    "tma128": {"tma_store": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
+    "pp128u": {"pingpong": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
+    "tma128_pp": {"tma_store": {(64, False): True, (64, True): True, (128, False): True, (128, True): False},
+                  "pingpong": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
     # D=64 causal on 192 x 128 tiles, one key loop (two spill 592 bytes)
-    "dyn_d64c_192": {"TILES": {**_T128, (64, False): (192, 128), (64, True): (192, 128)}, "MASK_LOOPS": False},
+    "dyn_d64c_192": {"tiles": {**_T128, (64, False): (192, 128), (64, True): (192, 128)}, "mask_loops": False},
     # a third K/V buffer where shared memory has room (D=64: 96 KB -> 128 KB at 128 x 128, 144 KB at 192 x 128)
-    "d64_stages3": {"STAGES": {(64, False): 3, (64, True): 3, (128, False): 2, (128, True): 2}},
-    "split_stages3": {"SPLIT_STAGES": 3},  # the packed split-KV kernel (decode) with a third K/V buffer
-    "split_mask_loops": {"SPLIT_MASK_LOOPS": True},  # the packed split-KV kernel's loop without the element mask (no diagonal)
+    "d64_stages3": {"stages": {(64, False): 3, (64, True): 3, (128, False): 2, (128, True): 2}},
+    "split_stages3": {"split_stages": 3},  # the packed split-KV kernel (decode) with a third K/V buffer
+    "split_mask_loops": {"split_mask_loops": True},  # the packed split-KV kernel's loop without the element mask (no diagonal)
     "no_combine_pdl": {"fmha_decode.COMBINE_PDL": False},  # COMBINE_PDL off (the default since session 8)
-    "plain_combine": {"fmha_decode.COMBINE_PDL": False, "SPLIT_COMBINE_PDL_MAX": 0},  # every combine a plain launch (before session 11)
+    "plain_combine": {"fmha_decode.COMBINE_PDL": False, "split_combine_pdl_max": 0},  # every combine a plain launch (before session 11)
     "combine_pdl": {"fmha_decode.COMBINE_PDL": True},  # session 6-7's default
     # session 7: O rescaled after the softmax (FA3/FA4's place), outside PINGPONG's turn
-    "late_rescale": {"LATE_RESCALE": True},
-    "late_rescale_d64": {"LATE_RESCALE": _D64_ONLY},
-    "lr_cand": {"LATE_RESCALE": {(64, False): True, (64, True): True, (128, False): False, (128, True): True}},
-    "lr_pp_all": {"LATE_RESCALE": True, "PINGPONG": True},  # FA3's scheduler barrier at D=128 too
+    "late_rescale": {"late_rescale": True},
+    "late_rescale_d64": {"late_rescale": _D64_ONLY},
+    "lr_cand": {"late_rescale": {(64, False): True, (64, True): True, (128, False): False, (128, True): True}},
+    "lr_pp_all": {"late_rescale": True, "pingpong": True},  # FA3's scheduler barrier at D=128 too
     # the softmax's exp2s column by column across rows (FA4's SASS order), partial max/sum
-    "sm_inter_d64": {"SOFTMAX_INTERLEAVED": _D64_ONLY},
-    "sm_inter_diag": {"SOFTMAX_INTERLEAVED": {(64, False): True, (64, True): True, (128, False): False, (128, True): True}},
+    "sm_inter_d64": {"softmax_interleaved": _D64_ONLY},
+    "sm_inter_diag": {"softmax_interleaved": {(64, False): True, (64, True): True, (128, False): False, (128, True): True}},
     # session 20: the exp2s in column order at D=128 again, now that MASK_LOOPS leaves the unmasked
     # 128 x 128 loop without its masked branch (run17 measured them with it: 60 bytes of spills)
-    "sm_inter128": {"SOFTMAX_INTERLEAVED": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
-    "sm_inter128_causal": {"SOFTMAX_INTERLEAVED": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
-    "mask_relative": {"MASK_RELATIVE": True},
+    "sm_inter128": {"softmax_interleaved": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
+    "sm_inter128_causal": {"softmax_interleaved": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
+    "mask_relative": {"mask_relative": True},
     # O into shared memory by stmatrix (session 7)
-    "stmatrix": {"STMATRIX": True},
+    "stmatrix": {"stmatrix": True},
     # O out by one TMA store a warpgroup (FA3's epilogue; session 7, compiled only)
-    "tma_store": {"TMA_STORE": True},
-    "tma_store_stm": {"TMA_STORE": True, "STMATRIX": True},
+    "tma_store": {"tma_store": True},
+    "tma_store_stm": {"tma_store": True, "stmatrix": True},
     # 128 x 160 at D=128 without a mask, P converted in pairs (no C7519 since session 7; FA3's
     # 128 x 176 does not fit our shared memory with O's own buffer)
-    "d128_160": {"TILES": {**_T128, (64, False): (192, 128), (128, False): (128, 160)}},
+    "d128_160": {"tiles": {**_T128, (64, False): (192, 128), (128, False): (128, 160)}},
     # the element mask against per-thread constants (session 7, after run18) lets FA3's D=64
     # causal tile compile: 192 x 128 with two key loops, P in registers, no spills (ptxas 13.0)
     "d64c_192": _D64C_192,
-    "d64c_192_pp": {**_D64C_192, "PINGPONG": _D64_ONLY},
+    "d64c_192_pp": {**_D64C_192, "pingpong": _D64_ONLY},
     # and two key loops at D=128 causal (before: C7512, every wgmma serialized)
-    "d128c_2loops": {"MASK_RELATIVE": True, "MASK_LOOPS": {(64, True): True, (128, True): True}},
-    "d128c_2loops_pp": {"MASK_RELATIVE": True, "MASK_LOOPS": {(64, True): True, (128, True): True},
-                        "PINGPONG": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
+    "d128c_2loops": {"mask_relative": True, "mask_loops": {(64, True): True, (128, True): True}},
+    "d128c_2loops_pp": {"mask_relative": True, "mask_loops": {(64, True): True, (128, True): True},
+                        "pingpong": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
     # session 8: d64c_192 (+2-4.5%, s8 c2) with the epilogue's stmatrix (+3.7% at D=64, c3) and TMA store
-    "d64c_192_stm": {**_D64C_192, "STMATRIX": True},
-    "d64c_192_tma_stm": {**_D64C_192, "STMATRIX": True, "TMA_STORE": True},
+    "d64c_192_stm": {**_D64C_192, "stmatrix": True},
+    "d64c_192_tma_stm": {**_D64C_192, "stmatrix": True, "tma_store": True},
     # session 8, against its defaults (D=64 causal 192 x 128, MASK_RELATIVE with a diagonal):
     # two key loops at D=128 causal too (SOFTMAX_INTERLEAVED at D=64 causal's 192 x 128 is not a
     # variant: ptxas spills 880 bytes)
-    "s8_d128c_2loops": {"MASK_LOOPS": {(64, True): True, (128, True): True}},
-    "dyn_two_loops": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "MASK_LOOPS": True},
-    "dyn_pp": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "PINGPONG": True},
-    "dyn_d128c_pp": {"PERSISTENT": True, "ORDER": _DYN_DIAG, "PINGPONG": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
+    "s8_d128c_2loops": {"mask_loops": {(64, True): True, (128, True): True}},
+    "dyn_two_loops": {"persistent": True, "order": _DYN_DIAG, "mask_loops": True},
+    "dyn_pp": {"persistent": True, "order": _DYN_DIAG, "pingpong": True},
+    "dyn_d128c_pp": {"persistent": True, "order": _DYN_DIAG, "pingpong": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
     # session 10: K/V shared by clusters of two CTAs by multicast TMA (FA3's ClusterM = 2 at D=128
     # without a mask); "cluster" takes it at D=64 without a mask too
-    "cluster": {"CLUSTER": 2, "TILES": _T_NOW},
-    "cluster128": {"CLUSTER": {(64, False): 1, (64, True): 1, (128, False): 2, (128, True): 1}, "TILES": _T_NOW},
+    "cluster": {"cluster": 2, "tiles": _T_NOW},
+    "cluster128": {"cluster": {(64, False): 1, (64, True): 1, (128, False): 2, (128, True): 1}, "tiles": _T_NOW},
     # the NVFP4 output quantized by two warps of the producer warpgroup (time with --variant-cases n0,n1,n2)
-    "nvfp4_offload": {"NVFP4_OFFLOAD": True},
-    "no_nvfp4_offload": {"NVFP4_OFFLOAD": False},  # the consumers quantize (before session 10)
+    "nvfp4_offload": {"nvfp4_offload": True},
+    "no_nvfp4_offload": {"nvfp4_offload": False},  # the consumers quantize (before session 10)
     # FA3's loop order at D=128 without a mask (its SASS, s11/p2/c0): O rescaled after the P V
     # completes, and the V wait between the S and the P V issues
-    "late_rescale128": {"LATE_RESCALE": True},
-    "fa3_loop128": {"LATE_RESCALE": True, "V_WAIT_LATE": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
+    "late_rescale128": {"late_rescale": True},
+    "fa3_loop128": {"late_rescale": True, "v_wait_late": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
     # the packed split-KV (decode) kernel at FA3's 128 x 176 (it has no O buffer: 208 KB fits)
-    "split176": {"SPLIT_TILES": {64: (128, 128), 128: (128, 176)}},
+    "split176": {"split_tiles": {64: (128, 128), 128: (128, 176)}},
     # session 19: the split's wider tiles with the scheduler barrier (the unpacked 128 x 192 gains with it)
-    "split192_pp": {"SPLIT_TILES": {64: (128, 128), 128: (128, 192)}, "SPLIT_PINGPONG": True},
-    "split176_pp": {"SPLIT_TILES": {64: (128, 128), 128: (128, 176)}, "SPLIT_PINGPONG": True},
-    "split_pp": {"SPLIT_PINGPONG": True},
+    "split192_pp": {"split_tiles": {64: (128, 128), 128: (128, 192)}, "split_pingpong": True},
+    "split176_pp": {"split_tiles": {64: (128, 128), 128: (128, 176)}, "split_pingpong": True},
+    "split_pp": {"split_pingpong": True},
     # the split-KV combine as a programmatic dependent launch, allowed at the split CTAs' start
     # (session 6's) or once each CTA's producer has issued its last load
     "pdl_start": {"fmha_decode.COMBINE_PDL": True, "fmha_decode.PDL_TRIGGER": "start"},
@@ -245,76 +248,76 @@ VARIANTS = {
     # session 12: O's rescale skipped in a warp whose rows keep their maxima (FA4's conditional
     # rescale): 0.0 only where no maximum grew (bit-identical), 8.0 FA4's stale-maximum threshold;
     # with 128 x 160 / 176 (fewer blocks a tile, so fewer rescales to skip)
-    "rescale0": {"RESCALE_THRESHOLD": 0.0},
-    "rescale8": {"RESCALE_THRESHOLD": 8.0},
-    "rescale8_d128": {"RESCALE_THRESHOLD": {(64, False): None, (64, True): None, (128, False): 8.0, (128, True): 8.0}},
-    "rescale8_d64": {"RESCALE_THRESHOLD": {(64, False): 8.0, (64, True): None, (128, False): None, (128, True): None}},
-    "rescale8_unmasked": {"RESCALE_THRESHOLD": {(64, False): 8.0, (64, True): None, (128, False): 8.0, (128, True): None}},
+    "rescale0": {"rescale_threshold": 0.0},
+    "rescale8": {"rescale_threshold": 8.0},
+    "rescale8_d128": {"rescale_threshold": {(64, False): None, (64, True): None, (128, False): 8.0, (128, True): 8.0}},
+    "rescale8_d64": {"rescale_threshold": {(64, False): 8.0, (64, True): None, (128, False): None, (128, True): None}},
+    "rescale8_unmasked": {"rescale_threshold": {(64, False): 8.0, (64, True): None, (128, False): 8.0, (128, True): None}},
     # with the skip, FA3's places for O's rescale at D=128 without a mask: after the P V completes
     # (LATE_RESCALE lost 3% there in session 11), and the scheduler barrier between the consumers
-    "rescale8_late128": {"RESCALE_THRESHOLD": 8.0, "LATE_RESCALE": True},
-    "rescale8_pp128": {"RESCALE_THRESHOLD": 8.0, "PINGPONG": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
-    "rescale8_late_pp128": {"RESCALE_THRESHOLD": 8.0, "LATE_RESCALE": True,
-                            "PINGPONG": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
+    "rescale8_late128": {"rescale_threshold": 8.0, "late_rescale": True},
+    "rescale8_pp128": {"rescale_threshold": 8.0, "pingpong": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
+    "rescale8_late_pp128": {"rescale_threshold": 8.0, "late_rescale": True,
+                            "pingpong": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
     # (against session 12's defaults: the skip and, at D=128, the scheduler barrier without a mask)
-    "rescale8_c128": {"RESCALE_THRESHOLD": {(64, False): 8.0, (64, True): None, (128, False): 8.0, (128, True): 8.0}},
-    "rescale8_pp_c128": {"RESCALE_THRESHOLD": {(64, False): 8.0, (64, True): None, (128, False): 8.0, (128, True): 8.0},
-                         "PINGPONG": True},
-    "rescale8_c64": {"RESCALE_THRESHOLD": {(64, False): 8.0, (64, True): 8.0, (128, False): 8.0, (128, True): None}},
-    "s11_defaults": {"RESCALE_THRESHOLD": None, "PINGPONG": {(64, False): True, (64, True): True, (128, False): False, (128, True): False}},
-    "pp128": {"RESCALE_THRESHOLD": None, "PINGPONG": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
-    "rescale0_pp128": {"RESCALE_THRESHOLD": {(64, False): 0.0, (64, True): None, (128, False): 0.0, (128, True): None},
-                       "PINGPONG": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
-    "rescale0_d128_pp128": {"RESCALE_THRESHOLD": {(64, False): None, (64, True): None, (128, False): 0.0, (128, True): None},
-                            "PINGPONG": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
+    "rescale8_c128": {"rescale_threshold": {(64, False): 8.0, (64, True): None, (128, False): 8.0, (128, True): 8.0}},
+    "rescale8_pp_c128": {"rescale_threshold": {(64, False): 8.0, (64, True): None, (128, False): 8.0, (128, True): 8.0},
+                         "pingpong": True},
+    "rescale8_c64": {"rescale_threshold": {(64, False): 8.0, (64, True): 8.0, (128, False): 8.0, (128, True): None}},
+    "s11_defaults": {"rescale_threshold": None, "pingpong": {(64, False): True, (64, True): True, (128, False): False, (128, True): False}},
+    "rescale_none_pp128": {"rescale_threshold": None, "pingpong": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
+    "rescale0_pp128": {"rescale_threshold": {(64, False): 0.0, (64, True): None, (128, False): 0.0, (128, True): None},
+                       "pingpong": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
+    "rescale0_d128_pp128": {"rescale_threshold": {(64, False): None, (64, True): None, (128, False): 0.0, (128, True): None},
+                            "pingpong": {(64, False): True, (64, True): True, (128, False): True, (128, True): False}},
     # the last partial round's tiles split along the keys, then a combine (stream-K for the tail;
     # on by default since session 13, so "tail_split" is "now", and "no_tail_split" the plain schedule)
-    "tail_split": {"TAIL_SPLIT": True},
-    "no_tail_split": {"TAIL_SPLIT": False},
+    "tail_split": {"tail_split": True},
+    "no_tail_split": {"tail_split": False},
     # its plan without the partials' cost (more pieces: 4x16x4096x128 gets 8), to test that cost's estimate
-    "tail_split_free": {"TAIL_SPLIT": True, "TAIL_TRAFFIC_COST": 0.0, "TAIL_LAUNCH_COST": 0.0},
-    "tail_split_plain": {"TAIL_SPLIT": True, "TAIL_COMBINE_PDL": False},  # the pieces and the combine as plain launches
+    "tail_split_free": {"tail_split": True, "tail_traffic_cost": 0.0, "tail_launch_cost": 0.0},
+    "tail_split_plain": {"tail_split": True, "tail_combine_pdl": False},  # the pieces and the combine as plain launches
     # session 13: the pieces in a launch of their own; with the model's fixed cost at 0 (8192 gets 4
     # pieces), and the pieces allowed only once every main CTA has issued its last load
-    "tail_split_model0": {"TAIL_SPLIT": True, "TAIL_LAUNCH_COST": 0.0},
-    "tail_split_last_load": {"TAIL_SPLIT": True, "TAIL_PIECES_TRIGGER": "last_load"},
-    "split_rescale8": {"SPLIT_RESCALE_THRESHOLD": 8.0},  # the packed split-KV (decode) kernel with the skip
-    "d128_160_persistent": {"TILES": {**_T128, (128, False): (128, 160)},
-                            "PERSISTENT": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
+    "tail_split_model0": {"tail_split": True, "tail_launch_cost": 0.0},
+    "tail_split_last_load": {"tail_split": True, "tail_pieces_trigger": "last_load"},
+    "split_rescale8": {"split_rescale_threshold": 8.0},  # the packed split-KV (decode) kernel with the skip
+    "d128_160_persistent": {"tiles": {**_T128, (128, False): (128, 160)},
+                            "persistent": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
     # FA3's scheduler barrier at D=128 unmasked: the two consumer warpgroups take turns issuing
-    "pp128": {"PINGPONG": _PP128},
-    "wide192_pp": {"WIDE_KEY_TILES": {128: (128, 192)}, "WIDE_KEY_PINGPONG": True},
-    "wide176_pp": {"WIDE_KEY_TILES": {128: (128, 176)}, "WIDE_KEY_PINGPONG": True},
+    "pp128": {"pingpong": _PP128},
+    "wide192_pp": {"wide_key_tiles": {128: (128, 192)}, "wide_key_pingpong": True},
+    "wide176_pp": {"wide_key_tiles": {128: (128, 176)}, "wide_key_pingpong": True},
     # the same from 4096 keys (4096 in blocks of 192: 3% of the last block wasted; FA3's 176 wastes 3% too)
-    "wide192_pp_4096": {"WIDE_KEY_TILES": {128: (128, 192)}, "WIDE_KEY_PINGPONG": True, "WIDE_KEYS_MIN": 4096},
-    "wide176_pp_4096": {"WIDE_KEY_TILES": {128: (128, 176)}, "WIDE_KEY_PINGPONG": True, "WIDE_KEYS_MIN": 4096},
+    "wide192_pp_4096": {"wide_key_tiles": {128: (128, 192)}, "wide_key_pingpong": True, "wide_keys_min": 4096},
+    "wide176_pp_4096": {"wide_key_tiles": {128: (128, 176)}, "wide_key_pingpong": True, "wide_keys_min": 4096},
     # the wider tile only for calls with at least WIDE_KEYS_MIN (8192) keys (O from registers: config_for)
-    **{f"wide{n}": {"WIDE_KEY_TILES": {128: (128, n)}, "WIDE_KEY_PINGPONG": None} for n in (160, 176, 192)},
-    "no_wide": {"WIDE_KEY_TILES": {}},  # (128 x 128 whatever the keys: the default)
+    **{f"wide{n}": {"wide_key_tiles": {128: (128, n)}, "wide_key_pingpong": None} for n in (160, 176, 192)},
+    "no_wide": {"wide_key_tiles": {}},  # (128 x 128 whatever the keys: the default)
     # session 19: FA3's whole order at D=128 (hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp with
     # IntraWGOverlap, hdim 128: the scheduler barrier around the S and P V issues, V waited for
     # inside the turn, O rescaled after the P V is complete), never timed together: each alone
     # lost (pp128 s18, LATE_RESCALE and V_WAIT_LATE s11/w7, s9/ka2)
-    "fa3_order128": {"PINGPONG": _PP128, "LATE_RESCALE": {(64, False): True, (64, True): True, (128, False): True, (128, True): True},
-                     "V_WAIT_LATE": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
-    "fa3_order_causal": {"PINGPONG": {(64, False): True, (64, True): True, (128, False): False, (128, True): True},
-                         "V_WAIT_LATE": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
+    "fa3_order128": {"pingpong": _PP128, "late_rescale": {(64, False): True, (64, True): True, (128, False): True, (128, True): True},
+                     "v_wait_late": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
+    "fa3_order_causal": {"pingpong": {(64, False): True, (64, True): True, (128, False): False, (128, True): True},
+                         "v_wait_late": {(64, False): True, (64, True): False, (128, False): False, (128, True): True}},
     # session 19: TMA_STORE with a diagonal again (session 9's -1% predates the two key loops at D=128
     # causal, which ptxas keeps apart only with it: 609 + 465 SASS instructions, one merged loop of 851 without)
-    "tma_causal": {"TMA_STORE": {(64, False): True, (64, True): True, (128, False): True, (128, True): True}},
-    "tma_stm_causal": {"TMA_STORE": {(64, False): True, (64, True): True, (128, False): True, (128, True): True},
-                       "STMATRIX": {(64, False): True, (64, True): True, (128, False): False, (128, True): True}},
+    "tma_causal": {"tma_store": {(64, False): True, (64, True): True, (128, False): True, (128, True): True}},
+    "tma_stm_causal": {"tma_store": {(64, False): True, (64, True): True, (128, False): True, (128, True): True},
+                       "stmatrix": {(64, False): True, (64, True): True, (128, False): False, (128, True): True}},
     # MASK_LOOPS without a diagonal: the key loop compiled without the element mask (its blocks are full)
-    "unmasked_loop128": {"MASK_LOOPS": {(64, True): True, (128, True): True, (128, False): True}},
+    "unmasked_loop128": {"mask_loops": {(64, True): True, (128, True): True, (128, False): True}},
     # the causal unmasked key loop keeps none of its exp2s before the P V wait (bench/fmha_sass.py;
     # FA3's 13 of 66): O's rescale before the P V issue instead (LATE_RESCALE off with a diagonal)
-    "early_rescale_causal": {"LATE_RESCALE": {(64, False): True, (64, True): True, (128, False): False, (128, True): False}},
-    "pp_causal": {"PINGPONG": {(64, False): True, (64, True): True, (128, False): False, (128, True): True}},
-    "wide192_fa3": {"WIDE_KEY_TILES": {128: (128, 192)}, "WIDE_KEY_PINGPONG": True,
-                    "LATE_RESCALE": {(64, False): True, (64, True): True, (128, False): True, (128, True): True},
-                    "V_WAIT_LATE": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
-    "wide192_pp_late": {"WIDE_KEY_TILES": {128: (128, 192)}, "WIDE_KEY_PINGPONG": True,
-                        "LATE_RESCALE": {(64, False): True, (64, True): True, (128, False): True, (128, True): True}},
+    "early_rescale_causal": {"late_rescale": {(64, False): True, (64, True): True, (128, False): False, (128, True): False}},
+    "pp_causal": {"pingpong": {(64, False): True, (64, True): True, (128, False): False, (128, True): True}},
+    "wide192_fa3": {"wide_key_tiles": {128: (128, 192)}, "wide_key_pingpong": True,
+                    "late_rescale": {(64, False): True, (64, True): True, (128, False): True, (128, True): True},
+                    "v_wait_late": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
+    "wide192_pp_late": {"wide_key_tiles": {128: (128, 192)}, "wide_key_pingpong": True,
+                        "late_rescale": {(64, False): True, (64, True): True, (128, False): True, (128, True): True}},
 }
 
 
@@ -444,17 +447,19 @@ def accuracy(torch, rows: list, cases=ACCURACY_CASES, split: bool = False):
         rows.append(row)
 
 
-def nvfp4_row(torch, nvfp4_case) -> dict:
-    """One NVFP4_CASES row: the bf16 call, the fused call and bf16 + `nvfp4.quantize`, timed; the bytes compared."""
+def nvfp4_row(torch, nvfp4_case, attention=None) -> dict:
+    """One NVFP4_CASES row: the bf16 call, the fused call and bf16 + `nvfp4.quantize`, timed; the bytes compared.
+    `attention`: `fmha.attention` or a variant's (`fmha.attention_with_knobs` with its knobs)."""
     from kernels import fmha, nvfp4
 
+    attention = fmha.attention if attention is None else attention
     b, h, s, d, causal = nvfp4_case
     case = (b, h, h, s, s, d, causal, (-1, -1), False)
     q, k, v, _ = make_inputs(torch, case)
     g = nvfp4.compute_global_scale(v)
-    bf16 = lambda: fmha.attention(q, k, v, causal=causal)  # noqa: E731
-    fused = lambda: fmha.attention(q, k, v, causal=causal, out_format="nvfp4", global_scale=g)  # noqa: E731
-    two = lambda: nvfp4.quantize(fmha.attention(q, k, v, causal=causal).reshape(-1, d), g)  # noqa: E731
+    bf16 = lambda: attention(q, k, v, causal=causal)  # noqa: E731
+    fused = lambda: attention(q, k, v, causal=causal, out_format="nvfp4", global_scale=g)  # noqa: E731
+    two = lambda: nvfp4.quantize(attention(q, k, v, causal=causal).reshape(-1, d), g)  # noqa: E731
     codes, scales, _ = fused()
     want_codes, want_scales, _ = two()
     identical = torch.equal(codes.reshape(-1, d // 2), want_codes) and torch.equal(
@@ -473,34 +478,42 @@ def nvfp4_epilogue(torch, rows: list):
         rows.append(row)
 
 
+def variant_knobs(name: str):
+    """(the wgmma paths' `Knobs`, {fmha_decode knob: value}) of VARIANTS[name] (a "#2" suffix ignored)."""
+    from kernels.fmha_sm90_knobs import DEFAULT_KNOBS
+
+    variant = VARIANTS[name.split("#")[0]]
+    decode = {knob.removeprefix("fmha_decode."): value for knob, value in variant.items() if knob.startswith("fmha_decode.")}
+    knobs = dataclasses.replace(DEFAULT_KNOBS, **{knob: value for knob, value in variant.items() if not knob.startswith("fmha_decode.")})
+    return knobs, decode
+
+
 def variants(torch, names, rows: list, cases=VARIANT_CASES):
-    from kernels import fmha, fmha_sm90, ops
+    """Each variant's accuracy, then its times: the wgmma paths' knobs passed down the call
+    (`fmha.attention_with_knobs`); fmha_decode's, which are still that module's, set for the
+    variant and restored after it."""
+    from kernels import fmha, fmha_decode, ops
 
-    from kernels import fmha_decode
-
-    decode_saved = {k: getattr(fmha_decode, k) for k in ("COMBINE_PDL", "PDL_TRIGGER", "KEY_WARPS_STAGES")}  # knobs of kernels.fmha_decode a variant may name as "fmha_decode.X"
-    # every kernels.fmha_sm90 knob any variant names, restored before each variant (a knob left out
-    # here would leak into the variants after the one that set it: session 14's first O_DIRECT run)
-    named = {knob for variant in VARIANTS.values() for knob in variant if not knob.startswith("fmha_decode.")}
-    saved = {k: getattr(fmha_sm90, k) for k in sorted(named)}
+    decode_saved = {k: getattr(fmha_decode, k) for k in ("COMBINE_PDL", "PDL_TRIGGER", "KEY_WARPS_STAGES")}  # the fmha_decode knobs a variant may name
     for name in names:
-        knobs = VARIANTS[name.split("#")[0]]
+        knobs, decode_knobs = variant_knobs(name)
+        attention = functools.partial(fmha.attention_with_knobs, knobs=knobs)
         try:
-            ops.clear_launch_cache()
-            for knob, value in {**saved, **{f"fmha_decode.{k}": v for k, v in decode_saved.items()}, **knobs}.items():
-                module, _, attribute = knob.rpartition(".")
-                setattr(fmha_decode if module == "fmha_decode" else fmha_sm90, attribute, value)
-            errs = [check_variant(torch, fmha, c) for c in ACCURACY_CASES]
+            for knob, value in {**decode_saved, **decode_knobs}.items():
+                setattr(fmha_decode, knob, value)
+            if decode_knobs:
+                ops.clear_launch_cache()  # (fmha_decode's knobs are read when a plan is made)
+            errs = [check_variant(torch, fmha, c, attention) for c in ACCURACY_CASES]
             print(f"variant {name}: relative errors {[round(e, 5) for e in errs]}", flush=True)
             for case in cases:
                 if case[0] == "nvfp4":  # an NVFP4_CASES row: the epilogue's three timings
-                    row = {**nvfp4_row(torch, case[1]), "kind": "variant_nvfp4", "variant": name}
+                    row = {**nvfp4_row(torch, case[1], attention), "kind": "variant_nvfp4", "variant": name}
                     print(json.dumps(row), flush=True)
                     rows.append(row)
                     continue
                 b, h, hkv, sq, sk, d, causal, window, sink = case
                 q, k, v, sinks = make_inputs(torch, case)
-                ms = time_ms(lambda: fmha.attention(q, k, v, causal=causal, window=window, sink=sinks))
+                ms = time_ms(lambda: attention(q, k, v, causal=causal, window=window, sink=sinks))
                 flops = 4 * b * h * d * score_pairs(sq, sk, causal, window)
                 row = {"kind": "variant", "variant": name, "case": case_name(case), "ours_ms": ms,
                        "ours": round(flops / ms / 1e9, 1), "max_rel_err": max(errs)}  # fmt: skip
@@ -510,16 +523,15 @@ def variants(torch, names, rows: list, cases=VARIANT_CASES):
             print(f"variant {name} failed: {type(e).__name__}: {e}", flush=True)
             traceback.print_exc()
         finally:
-            ops.clear_launch_cache()
-            for knob, value in saved.items():
-                setattr(fmha_sm90, knob, value)
             for knob, value in decode_saved.items():
                 setattr(fmha_decode, knob, value)
+            if decode_knobs:
+                ops.clear_launch_cache()
 
 
-def check_variant(torch, fmha, case) -> float:
+def check_variant(torch, fmha, case, attention) -> float:
     q, k, v, sinks = make_inputs(torch, case, seed=3)
-    out = fmha.attention(q, k, v, causal=case[6], window=case[7], sink=sinks)
+    out = attention(q, k, v, causal=case[6], window=case[7], sink=sinks)
     ref, _ = fmha.reference_attention(q, k, v, case[6], case[7], sinks)
     err = float((out.double() - ref).norm() / ref.norm())
     if not err <= 1e-2:
@@ -599,6 +611,10 @@ def main():
     for n in names:
         if n.split("#")[0] not in VARIANTS:
             parser.error(f"unknown variant {n!r}; known: {sorted(VARIANTS)}")
+        try:
+            variant_knobs(n)
+        except TypeError as e:  # a name that is no field of Knobs
+            parser.error(f"variant {n!r}: {e}")
     chosen = [s for s in args.steps.split(",") if s]
     for s in chosen:
         if s not in ("issue", "decode", "nvfp4", "accuracy", "decode_accuracy"):

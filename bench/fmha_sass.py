@@ -32,16 +32,14 @@ SHOWN = ("HGMMA", "MUFU", "F2FP", "FMNMX", "FMUL", "FADD", "FFMA", "FSEL", "BAR"
 
 
 def variant_sass(name: str, head_dim: int, causal: bool, workdir: str, wide_keys: bool = False) -> str:
-    """The SASS of the FMHA kernel built with variant `name`'s knobs (passed to config_for as
-    values: the module is not touched); `wide_keys`: the build for calls with at least
-    WIDE_KEYS_MIN keys (WIDE_KEY_TILES)."""
-    from fmha_peers import VARIANTS
+    """The SASS of the FMHA kernel built with variant `name`'s knobs (a `Knobs` value passed to
+    config_for: no module is touched); `wide_keys`: the build for calls with at least
+    `wide_keys_min` keys (`wide_key_tiles`)."""
+    from fmha_peers import variant_knobs
     from kernels import fmha_sm90
+    from kernels.fmha_sm90_knobs import DEFAULT_KNOBS
 
-    knobs = {} if name == "now" else VARIANTS[name]
-    if knobs is None:
-        raise SystemExit(f"variant {name!r} is another kernel file, not knobs: not supported here")
-    knobs = {knob: value for knob, value in knobs.items() if not knob.startswith("fmha_decode.")}  # (the decode kernels' knobs: not this build's)
+    knobs = DEFAULT_KNOBS if name == "now" else variant_knobs(name)[0]  # (the fmha_decode knobs: not this build's)
     config = fmha_sm90.config_for(head_dim, False, causal, False, wide_keys, knobs=knobs)  # (causal: a right limit)
     dump = os.path.join(workdir, name)
     os.makedirs(dump, exist_ok=True)  # (CuTeDSL keeps nothing in a folder that does not exist)
@@ -76,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--variants", default="now,stmatrix")
     ap.add_argument("--head-dim", type=int, default=128, choices=(64, 128))
     ap.add_argument("--causal", action="store_true")
-    ap.add_argument("--wide-keys", action="store_true", help="the build for calls with many keys (WIDE_KEY_TILES)")
+    ap.add_argument("--wide-keys", action="store_true", help="the build for calls with many keys (Knobs.wide_key_tiles)")
     ap.add_argument("--every-loop", action="store_true", help="also the spans that hold other loops (tile loops)")
     ap.add_argument("--out", help="folder for the SASS of each variant and fmha_sass.md")
     args = ap.parse_args(argv)

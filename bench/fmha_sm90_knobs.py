@@ -2,8 +2,8 @@
 
     python bench/fmha_sm90_knobs.py --out DIR [--iters 20]
 
-Variants set `kernels.fmha_sm90`'s knobs (INTRA_WG_OVERLAP, STAGES, PINGPONG, TILE_OVERRIDE)
-before compiling. Each is first checked against the float64 reference on a few small cases
+Variants change the wgmma path's knobs (`kernels.fmha_sm90_knobs.Knobs`: intra_wg_overlap,
+stages, pingpong, tile_override), passed down the call (`fmha.attention_with_knobs`). Each is first checked against the float64 reference on a few small cases
 (causal, window + sink, GQA, tails; relative error <= 1e-2 bf16, LSE to 1e-3), then timed
 on the issue's shapes (bf16, median of CUDA-event timings, TFLOP/s over the unmasked
 area). Writes DIR/fmha_sm90_knobs.json and DIR/fmha_sm90_knobs.md.
@@ -12,6 +12,8 @@ area). Writes DIR/fmha_sm90_knobs.json and DIR/fmha_sm90_knobs.md.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
 import json
 import pathlib
 import sys
@@ -23,9 +25,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 VARIANTS = [
     # (name, {knob: value}); the one most likely to hang (named barriers) last
     ("default", {}),
-    ("serial", {"INTRA_WG_OVERLAP": False}),
-    ("stages3", {"STAGES": 3}),
-    ("pingpong", {"PINGPONG": True, "TILE_OVERRIDE": (128, 128)}),
+    ("serial", {"intra_wg_overlap": False}),
+    ("stages3", {"stages": 3}),
+    ("pingpong", {"pingpong": True, "tile_override": (128, 128)}),
 ]
 CHECKS = [
     # (B, Sq, Sk, Hq, Hkv, D, causal, window, sink)
@@ -43,14 +45,14 @@ SHAPES = [
 ]
 
 
-def check(torch, fmha, case):
+def check(torch, fmha, attention, case):
     b, sq, sk, hq, hkv, d, causal, window, with_sink = case
     g = torch.Generator(device="cuda").manual_seed(sq + sk)
     q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(torch.bfloat16)
     k = torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(torch.bfloat16)
     v = torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(torch.bfloat16)
     sink = torch.randn(hq, device="cuda", generator=g) if with_sink else None
-    out, lse = fmha.attention(q, k, v, causal=causal, window=window, sink=sink, return_lse=True, path="wgmma")
+    out, lse = attention(q, k, v, causal=causal, window=window, sink=sink, return_lse=True, path="wgmma")
     ref, ref_lse = fmha.reference_attention(q, k, v, causal, window, sink)
     err = ((out.double() - ref).norm() / ref.norm()).item()
     finite = torch.isfinite(ref_lse)
@@ -67,16 +69,15 @@ def main():
     import torch
 
     from cuda_timing import median_ms
-    from kernels import fmha, fmha_sm90
+    from kernels import fmha
+    from kernels.fmha_sm90_knobs import DEFAULT_KNOBS
 
-    defaults = {name: getattr(fmha_sm90, name) for _, knobs in VARIANTS for name in knobs}
     rows = []
     for name, knobs in VARIANTS:
-        for knob, value in {**defaults, **knobs}.items():
-            setattr(fmha_sm90, knob, value)
-        # the knobs' values are part of the compile cache's key: no cache to clear
+        # the Knobs value keys the launch path's plans: no module edited, no cache to clear
+        attention = functools.partial(fmha.attention_with_knobs, knobs=dataclasses.replace(DEFAULT_KNOBS, **knobs))
         try:
-            checks = [check(torch, fmha, c) for c in CHECKS]
+            checks = [check(torch, fmha, attention, c) for c in CHECKS]
         except Exception as e:  # a variant that does not launch (shared memory, say) is reported, not fatal
             print(f"{name}: failed: {type(e).__name__}: {e}", flush=True)
             rows.append({"variant": name, "knobs": knobs, "correct": False, "case": "-", "tflops": 0.0, "ms": 0.0})
@@ -86,13 +87,11 @@ def main():
         for b, h, s, d, causal in SHAPES:
             q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
             flops = 4 * b * h * s * s * d / (2 if causal else 1)
-            ms = median_ms(lambda: fmha.attention(q, k, v, causal=causal, path="wgmma"), args.iters)
+            ms = median_ms(lambda: attention(q, k, v, causal=causal, path="wgmma"), args.iters)
             row = {"variant": name, "knobs": knobs, "correct": ok, "case": f"b{b}_h{h}_s{s}_d{d}" + ("_causal" if causal else ""),
                    "tflops": round(flops / ms / 1e9, 1), "ms": round(ms, 3)}
             print(json.dumps(row), flush=True)
             rows.append(row)
-    for knob, value in defaults.items():
-        setattr(fmha_sm90, knob, value)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "fmha_sm90_knobs.json").write_text(json.dumps(rows, indent=1))

@@ -33,6 +33,7 @@ os.environ.setdefault("QUACK_CACHE_ENABLED", "0")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
+import cutlass  # noqa: E402
 import cutlass.cute as cute  # noqa: E402
 
 import lowering  # noqa: E402
@@ -64,7 +65,10 @@ def cases():
         from kernels import nvfp4, nvfp4_kernels
 
         launcher = nvfp4_kernels._make_quantize("plain", nvfp4.BLOCKS_PER_THREAD)
-        args = (*nvfp4_kernels._fake_args_quantize(nvfp4.INPUT_TYPES["bfloat16"]), nvfp4_kernels._stream_arg())
+        # the quantize launcher's arguments as compile_quantize traces them: pointers at a fake
+        # address, the element count, the stream
+        pointers = nvfp4_kernels._pointer_args(nvfp4.INPUT_TYPES["bfloat16"], *[nvfp4_kernels._TRACE_ADDRESS] * 4)
+        args = (*pointers, cutlass.Int32(nvfp4_kernels.BLOCK), nvfp4_kernels._stream_arg())
     except (ImportError, AttributeError) as e:
         print(f"# kernels.nvfp4 not available ({type(e).__name__}: {e})", file=sys.stderr)
     else:

@@ -108,6 +108,22 @@ def attention(
     mma_sync elsewhere), "mma_sync", "wgmma", "decode" or "decode_wgmma" (see the module docstring).
     The ops `cute_lowering::attention` / `attention_nvfp4` (kernels/ops.py).
     """
+    return _attention(q, k, v, causal, window, sink, softmax_scale, return_lse, out_format, exp2_on_fma, exp2_impl, path, global_scale)
+
+
+def attention_with_knobs(q, k, v, *, knobs, **options):
+    """`attention(q, k, v, **options)` with `knobs`, a `kernels.fmha_sm90_knobs.Knobs`, for the
+    wgmma paths' tuning instead of the shipped `DEFAULT_KNOBS`: for tests and sweeps (a variant
+    is `dataclasses.replace(DEFAULT_KNOBS, pingpong=True)`), which then edit no module and clear
+    no cache (the launch path keys its plans on the value). It calls the ops' impls directly (a
+    Knobs value is no op argument): plain tensors, outside torch.compile."""
+    return _attention(q, k, v, **options, knobs=knobs)
+
+
+def _attention(
+    q, k, v, causal=False, window=(-1, -1), sink=None, softmax_scale=None, return_lse=False, out_format="bf16", exp2_on_fma=None,
+    exp2_impl=None, path="auto", global_scale=None, knobs=None,
+):  # fmt: skip
     if out_format not in _OUT_FORMATS:
         raise ValueError(f"out_format must be one of {sorted(_OUT_FORMATS)}, not {out_format!r}")
     if global_scale is not None and out_format != "nvfp4":
@@ -116,6 +132,8 @@ def attention(
         raise ValueError(f"window must be a pair (left, right), got {window!r}")
     ops = _ops()
     torch = ops.torch
+    if knobs is not None and not ops.direct(q, k, v, sink, global_scale):
+        raise ValueError("knobs= takes plain tensors outside torch.compile (the ops have no knobs argument)")
     if out_format in ("bfloat16", "fp16", "float16"):
         wanted = torch.bfloat16 if out_format == "bfloat16" else torch.float16
         if isinstance(q, torch.Tensor) and q.dtype != wanted:
@@ -131,13 +149,15 @@ def attention(
             global_scale = nvfp4.compute_global_scale(v)
         elif isinstance(global_scale, (int, float)):
             global_scale = _check_global_scale(torch, global_scale, q.device)
-        if ops.direct(q, k, v, sink, global_scale):
-            codes, scales, lse = ops.attention_nvfp4_impl(q, k, v, sink, global_scale, softmax_scale, left, right, path, exp2_on_fma, exp2_impl)
+        if knobs is not None or ops.direct(q, k, v, sink, global_scale):
+            codes, scales, lse = ops.attention_nvfp4_impl(
+                q, k, v, sink, global_scale, softmax_scale, left, right, path, exp2_on_fma, exp2_impl, knobs=knobs
+            )
         else:
             codes, scales, lse = ops.attention_nvfp4(q, k, v, sink, global_scale, softmax_scale, left, right, path, exp2_on_fma, exp2_impl)
         out = (codes, scales.view(torch.float8_e4m3fn), global_scale.reshape(()) if global_scale.dim() else global_scale)
-    elif ops.direct(q, k, v, sink):
-        out, lse = ops.attention_impl(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma, exp2_impl)
+    elif knobs is not None or ops.direct(q, k, v, sink):
+        out, lse = ops.attention_impl(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma, exp2_impl, knobs=knobs)
     else:
         out, lse = ops.attention(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma, exp2_impl)
     return (out, lse) if return_lse else out

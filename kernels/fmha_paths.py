@@ -10,6 +10,7 @@ normal form. The per-call-shape choice of a split-KV path is the launch path's
 from __future__ import annotations
 
 from kernels import fmha_decode, fmha_sm80, fmha_sm90
+from kernels.fmha_sm90_knobs import DEFAULT_KNOBS
 from kernels.fmha_sm80 import DTYPES, EXP2_FMA_FRACTION, EXP2_FMA_IMPL, EXP2_FMA_IMPLS, HEAD_DIMS, _fma_cols
 
 PATHS = ("auto", "mma_sync", "wgmma", "decode", "decode_wgmma")
@@ -40,6 +41,7 @@ def compile_attention(
     group: int | None = None,
     wide_keys: bool = False,
     config=None,
+    knobs=None,
 ):
     """The compiled FMHA forward for one configuration; works without a GPU for any arch.
 
@@ -53,8 +55,10 @@ def compile_attention(
     that many q heads, a compile-time constant).
     `out_format`: "nvfp4" builds the NVFP4 epilogue (mma_sync, wgmma); anything else the plain store.
     `config`: the wgmma build's `fmha_sm90_config.Config`, computed once by the caller (None:
-    `fmha_sm90.config_for` of the knobs' current values).
+    `fmha_sm90.config_for` of `knobs`). `knobs`: the wgmma paths' `fmha_sm90_knobs.Knobs` (None:
+    `DEFAULT_KNOBS`; a test's or a sweep's variant otherwise).
     """
+    knobs = DEFAULT_KNOBS if knobs is None else knobs
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}, not {dtype!r}")
     if head_dim not in HEAD_DIMS:
@@ -75,9 +79,9 @@ def compile_attention(
             raise ValueError("the decode_wgmma path has no NVFP4 output; path='auto' takes another path for it")
         if group is None:
             raise ValueError("path='decode_wgmma' needs group= (Hq / Hkv)")
-        return fmha_sm90.compile_packed_split(dtype, head_dim, group, left >= 0, right >= 0, bool(sink), arch, options)
+        return fmha_sm90.compile_packed_split(dtype, head_dim, group, left >= 0, right >= 0, bool(sink), arch, options, knobs=knobs)
     if resolved == "wgmma":
-        return fmha_sm90.compile_kernel(dtype, head_dim, left >= 0, right >= 0, bool(sink), arch, options, nvfp4_out, wide_keys, config)
+        return fmha_sm90.compile_kernel(dtype, head_dim, left >= 0, right >= 0, bool(sink), arch, options, nvfp4_out, wide_keys, config, knobs)
     return fmha_sm80._compile(dtype, head_dim, left >= 0, right >= 0, bool(sink), arch, cols, impl if cols else "magic", options, nvfp4_out)
 
 

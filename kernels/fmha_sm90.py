@@ -4,10 +4,11 @@ Same API, semantics and masks as `kernels.fmha` (read its docstring: bottom-righ
 causal/window limits, per-head sink logit, GQA, LSE, rows that see nothing give out = 0
 and LSE = -inf); `kernels.fmha.attention` picks this path on sm_90a.
 
-This file owns the configuration and planning: the knobs (one value each, or one per (head dim,
-crosses a diagonal)), `config_for` (the knobs -> one `Config` per shape class), the host-side
-plans (`tail_splits`, `tail_scratch_words`, `choose_splits`, `split_combine_pdl`) and the compile
-functions (`compile_kernel`, `compile_packed_split`). The kernel is `fmha_sm90_kernel._FmhaSm90`
+This file owns the planning: `config_for` (a `Knobs` value, `fmha_sm90_knobs`, -> one `Config`
+per shape class), the host-side plans (`plan_launch`: a call shape's `LaunchPlan` of tail
+splits and scratch; `choose_splits`, `split_combine_pdl` for the packed split-KV kernel) and
+the compile functions (`compile_kernel`, `compile_packed_split`). Each takes `knobs=`
+(default `DEFAULT_KNOBS`); nothing here reads a knob from module state. The kernel is `fmha_sm90_kernel._FmhaSm90`
 with its scheduling, softmax/masking and epilogues in `fmha_sm90_schedule`, `fmha_sm90_softmax`
 and `fmha_sm90_epilogue`; the packed split-KV kernel is `fmha_sm90_split`; what they share,
 `fmha_sm90_parts`; the configuration value, `fmha_sm90_config`.
@@ -15,14 +16,14 @@ and `fmha_sm90_epilogue`; the packed split-KV kernel is `fmha_sm90_split`; what 
 The kernel: CTAs of a producer and two or three consumer warpgroups, each taking a
 (64 x consumers query tile, q head, batch) in turn from a linear order (query tile fastest,
 last-first: with a causal mask the longest rows start first and the short ones fill the tail;
-CTAs that run together share a head's K/V in L2). One CTA per tile, or, where PERSISTENT says
-so, one per SM walking the tiles (ORDER: statically, every other round backwards, or drawing
+CTAs that run together share a head's K/V in L2). One CTA per tile, or, where persistent says
+so, one per SM walking the tiles (order: statically, every other round backwards, or drawing
 the next tile from a global counter as FA3's causal scheduler does, by L2 sections of kv heads
-whose longest tiles go first: SECTION_BYTES), its producer loading the next tile while the
+whose longest tiles go first: section_bytes), its producer loading the next tile while the
 consumers finish the current one (Config).
 
 - Warpgroup 0 is the producer: one warp issues TMA loads (Q once, then K and V tiles of
-  BLOCK_N keys from the last visited block to the first) into a ring of STAGES shared
+  BLOCK_N keys from the last visited block to the first) into a ring of stages shared
   memory buffers, each completing on an mbarrier; a buffer is reused once both consumer
   warpgroups have released it. It gives most of its registers away (setmaxnreg).
 - Warpgroups 1.. are consumers, 64 query rows each. Per key block:
@@ -34,15 +35,15 @@ consumers finish the current one (Config).
   of O += P V (wgmma "RS": the S accumulator layout of 16 columns is exactly the A
   fragment of one k16 step), V read transposed from shared memory by the descriptor.
   The P V of one block and the S of the next are issued together, and the softmax of that
-  S runs while the P V wgmma does (INTRA_WG_OVERLAP); with two consumers, one's softmax
-  also overlaps the other's MMAs (in strict turns with PINGPONG).
+  S runs while the P V wgmma does (intra_wg_overlap); with two consumers, one's softmax
+  also overlaps the other's MMAs (in strict turns with pingpong).
 - Key blocks outside the query tile's causal/window limits are never loaded nor computed
   (the loop bounds are those of `kernels.fmha`). Rows past the keys' end come in as zeros
   from TMA (out of bounds), so no NaN * 0 reaches O.
 - Epilogue per consumer: normalize O (sink in the denominator), LSE, O to bf16/fp16
   through the warpgroup's own rows of a shared-memory O buffer (apart from Q's, so the
-  next tile's Q can load meanwhile), then 16-byte stores or one TMA store (TMA_STORE). The
-  NVFP4 output is quantized from those rows by the consumers, or (NVFP4_OFFLOAD) by two
+  next tile's Q can load meanwhile), then 16-byte stores or one TMA store (tma_store). The
+  NVFP4 output is quantized from those rows by the consumers, or (nvfp4_offload) by two
   idle warps of the producer warpgroup to which the consumers hand the rows over.
 
 The same kernel, packed (`_PackedSplitSm90`, `compile_packed_split`; fmha's path
@@ -57,6 +58,8 @@ Compiles for sm_90a only (wgmma, setmaxnreg), inside `lowering.prelowering()`, w
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
+from typing import NamedTuple
 
 import cuda.bindings.driver as cuda
 import cutlass
@@ -67,307 +70,81 @@ from kernels import fmha_decode
 from kernels.attention_parts import fake_arguments
 from kernels.fmha_sm90_config import Config
 from kernels.fmha_sm90_kernel import _FmhaSm90
+from kernels.fmha_sm90_knobs import DEFAULT_KNOBS, Knobs
 from kernels.fmha_sm90_parts import F32, I32, TAIL_COMBINE_WARPS  # noqa: F401 (by their names here as before)
 from kernels.fmha_sm90_softmax import SCORE_COLUMNS_CHECK_ALL  # noqa: F401
 from kernels.fmha_sm90_split import _PackedSplitSm90
 
-# --- tuning knobs ---------------------------------------------------------------
-# A knob value becomes a default only after the builds it makes pass the sanitizer sweep
-# (`python bench/sanitizer_sweep.py --out DIR` on the H200: memcheck, racecheck, synccheck and
-# initcheck, 0 kernel errors) and the GPU suite; so does every variant bench/fmha_peers.py
-# times before it may replace a default. Issue 34: a hand-over that passed every bit-exact test
-# but that racecheck reported went in that way.
-#
-# Each knob is a value or a dict {(head_dim, crosses a diagonal): value} (like TILES); config_for
-# turns them into one Config per shape class. The measurements behind each choice are in
-# bench/RESULTS.md (the FMHA sections, by session); what a choice is for is said here.
-#
-# (query rows per CTA, keys per K/V tile), 64 query rows per consumer warpgroup. D=64 takes FA3's
-# and FA4's 192 x 128 (three consumers: more MMA per K/V byte); it fits 160 registers a consumer,
-# and with a diagonal only because MASK_RELATIVE and two key loops keep P in registers without
-# spills. D=128 keeps 128 x 128: 128 x 160 loses a little, and FA3's 128 x 176 does not fit shared
-# memory beside O's own buffer (config_for refuses it); calls with many keys take WIDE_KEY_TILES.
-TILES = {
-    (64, False): (192, 128),
-    (64, True): (192, 128),
-    (128, False): (128, 128),
-    (128, True): (128, 128),
-}
-TILE_OVERRIDE = None  # (BLOCK_M, BLOCK_N) for every configuration: the knob sweep's
-# the tile of calls with at least WIDE_KEYS_MIN keys and no mask, where it differs from TILES:
-# {head_dim: (BLOCK_M, BLOCK_N)}. A wider key block spreads a block's fixed softmax work (the
-# row maxima and sums, O's rescale, the wgmma waits) over more keys and wastes little of the last
-# block once the keys are many (Sk = 8192 in blocks of 192: 0.8%; 4096: 3%, and there it loses).
-# Beside two 48 KB K/V stages only one Q buffer and no O buffer fit, so the build stores O from
-# registers (Config.o_direct). It pays only with the scheduler barrier (WIDE_KEY_PINGPONG), about
-# 2-3% at 8192 and 16384 keys; with a diagonal it loses. The NVFP4 output keeps 128 x 128 (its
-# epilogue needs O's buffer): where the bf16 call takes the wide tile, ops gives the NVFP4 output
-# as quantize() of that call's output, the promised bits (and faster than the fused 128 x 128).
-WIDE_KEY_TILES = {128: (128, 192)}
-WIDE_KEYS_MIN = 8192
-# the wide-key build's scheduler barrier (PINGPONG's, for that build alone; None: PINGPONG's
-# value). The 192-wide build issues fewer instructions a key than the 128-wide one but waits
-# longer at each S wgmma, behind the other consumer's wgmmas; taking turns (as FA3 does at
-# 128 x 176) gives it what its instructions save, where the 128-wide build loses with it.
-WIDE_KEY_PINGPONG = True
-# the NVFP4 output's tile where it differs from TILES: its epilogue quantizes from O's own buffer
-NVFP4_TILES = {}
-# K/V shared-memory ring depth (D=128: Q 32 KB + O 32 KB + 2 x (K 32 KB + V 32 KB)). Two stages
-# hide the loads; D=64 has room for 3 and it measured within the noise of 2.
-STAGES = 2
-# Q's shared-memory buffers: 1, a persistent CTA's next Q loads once every S wgmma of the current
-# tile is complete, and the consumers may wait for it at the next tile's start; 2, it loads as
-# soon as the producer has the next tile (D=128: 225 KB with O's buffer and two K/V stages;
-# config_for keeps one where two do not fit). 2 is 1-4% faster on most rows, never slower.
-Q_STAGES = 2
-# FA3's intra-warpgroup overlap: S(n) = Q K(n)^T and O += P(n+1) V(n+1) are issued together
-# and the softmax of S(n) runs while the P V wgmma does; False: the softmax waits for both
-INTRA_WG_OVERLAP = True
-# FA3's scheduler barrier between the consumers: named barriers let one warpgroup issue its
-# wgmmas while the others run their softmax, in a fixed rotation. It pays with three consumers
-# (D=64, 192 x 128) as FA3 has it; with two (D=128, 128 x 128) it is even or slower, also as part
-# of FA3's whole order (with V_WAIT_LATE and LATE_RESCALE), so D=128 runs without it.
-PINGPONG = {(64, False): True, (64, True): True, (128, False): False, (128, True): False}
-# one CTA per SM walks the tiles (FA3's persistent scheduling): the producer loads the next
-# tile's K/V (and Q, which has a buffer apart from O's) while the consumers finish the current
-# tile, and the grid has no tail of CTA launches. The S fill before a tile's first S wgmma keeps
-# ptxas from serializing the wgmmas in the loop (C7512). With a diagonal it pays only with the
-# dynamic ORDER, which balances the causal tiles. True: always; False: one CTA per tile.
-PERSISTENT = {(64, False): True, (64, True): True, (128, False): True, (128, True): True}
-# with INTRA_WG_OVERLAP, when O takes the softmax's correction factor: False, just before the
-# P V wgmma that adds the block (between the S and the P V issue, inside PINGPONG's turn); True,
-# as FA3 and FA4 do, right after the softmax that computed it, once the previous P V is complete
-# (the multiplies then run beside the softmax's exp2s, and a turn only issues wgmmas). O is zero
-# after a tile's first block, so that block's factor is never applied. True pays at D=64 and with
-# a diagonal (where False also spills); D=128 without a mask is 2% faster with False. The packed
-# split-KV kernel (compile_packed_split) keeps False.
-LATE_RESCALE = {(64, False): True, (64, True): True, (128, False): False, (128, True): True}
-# the softmax's exp2s in column order across the thread's rows (FA4's schedule in SASS), four
-# partial maxima and two partial sums a row; False: one row after the other. It pays at D=64
-# without a mask (+4.5%); at D=128 it spills or loses a little, and D=64 causal at 192 x 128 was
-# tuned without it.
-SOFTMAX_INTERLEAVED = {(64, False): True, (64, True): False, (128, False): False, (128, True): False}
-# O's rescale skipped while the row maxima stay (FA4's conditional rescale): a row keeps its old
-# maximum as the exponent's reference while the block's maximum exceeds it by at most this much
-# (log2 units, scores times softmax_scale * log2(e)), and a consumer warp whose 16 rows all keep
-# theirs (`vote.any` over the correction factors) skips O's multiplies. P is then at most
-# 2^RESCALE_THRESHOLD before its normalization by the row sum, which uses the same reference.
-# None: every block rescales (no vote); 0.0 skips only where no row's maximum grew (not quite
-# None's bits: there an unchanged maximum's factor is exp2 of an FFMA's rounding residual, here
-# exactly 1); FA4 takes 8.0 for 16-bit inputs. 8.0 is 0.5-1.5% faster but less accurate: with a
-# stale reference a row's largest P is no longer exactly 1 and rounds in bf16 like the others,
-# and the error against float64 then exceeds FA3's and FA4's (the bound this kernel keeps). Off.
-RESCALE_THRESHOLD = None
-# the row maximum's -inf guard (a row with nothing yet subtracts 0, not -inf) in the softmax of
-# a block that no mask touches; False: there the maximum is taken as finite, as FA3's unmasked
-# steps do (Check_inf only with a mask). The same bits for finite inputs: every score of such a
-# block is a finite product, so its row maximum is finite; with infinite inputs the output is
-# NaN either way. Without it ptxas places fewer exp2s before the P V wait, and it is slower.
-UNMASKED_INF_GUARD = True
-# the element mask: False, each value's column index against the row's limits (a column index
-# per value, which LLVM hoists out of the key loop: registers held across it); True, the row's
-# limits relative to its first column against each value's offset from it, a constant while
-# tracing (`score_columns`; one compare and select per value). With a diagonal True is what lets
-# D=64 causal (192 x 128) and D=128 causal (two key loops) compile without spills or serialized
-# wgmmas (C7512). Without one (only the key tail is masked) it made ptxas spill and lost 3%.
-MASK_RELATIVE = {(64, False): False, (64, True): True, (128, False): False, (128, True): True}
-# registers -> shared memory for O in the epilogue by `stmatrix` (FA3's and CUTLASS's epilogue
-# store; 8 instructions a thread for a 64 x 128 O tile instead of 32 stores). It pays at D=64
-# and, with TMA_STORE, at D=128 with a diagonal; at D=128 without one it loses 0.5-2%.
-STMATRIX = {(64, False): True, (64, True): True, (128, False): False, (128, True): True}
-# O from shared memory to global by one TMA store a warpgroup (FA3's epilogue), issued by one
-# thread, the next tile's epilogue waiting only for the store's reads of shared memory, instead
-# of every thread loading 16 bytes at a time from shared memory and storing them; O's buffer is
-# then one 64-row stage a warpgroup. Not with the NVFP4 output (it quantizes from shared memory).
-# With two Q buffers it pays everywhere (with STMATRIX where a diagonal is crossed).
-TMA_STORE = {(64, False): True, (64, True): True, (128, False): True, (128, True): True}
-# the producer's load order: False, a tile's Q, then K and V of each key block in turn; True,
-# FA3's order with its intra-warpgroup overlap (hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp): the
-# tile's first K, then Q, then K of each block before the V of the block before it, the order in
-# which the consumers need them (S(n) comes before P(n + 1) V(n + 1)), so a K load never waits
-# behind a V slot that frees only when a P V wgmma completes. Even or faster (short tiles +2%).
-K_AHEAD = True
-# with INTRA_WG_OVERLAP, where a consumer waits for the V of the block visited before: False,
-# with its K, before the S wgmma; True, between the S and the P V wgmma issues (FA3, whose
-# producer loads that V after the K: K_AHEAD). It pays at D=64 without a mask; at D=128 without
-# one it loses 9-12% (the P V issue waits inside the turn), with a diagonal it is even.
-V_WAIT_LATE = {(64, False): True, (64, True): False, (128, False): False, (128, True): False}
-# K and V shared by a cluster of CLUSTER CTAs (FA3's ClusterM = 2, taken for head dims
-# >= 128 without a causal/window mask: hopper/flash_fwd_launch_template.h): the CTAs of a
-# cluster take adjacent query tiles of one head, each loads 1/CLUSTER of every K and V tile and
-# the TMA multicasts it into every CTA of the cluster, so each K/V tile crosses from L2 once per
-# cluster and a stage is reused once every cluster CTA's consumers have released it. 1 or 2;
-# only where no diagonal is crossed (the cluster's tiles must visit the same key blocks). A
-# launch whose query tiles a head do not divide by it takes the one-CTA build, compiled into
-# the same host function (_FmhaSm90.__call__). Off: 1-2.5% slower, the pair's CTAs wait for each
-# other's consumers before a stage is reloaded, and the loads were not the limit (L2 at 39%).
-CLUSTER = 1
-# the last partial round of a persistent launch split along the keys (stream-K for the tail):
-# with n_tiles = k * ctas + R (0 < R), the R tiles after the k full rounds are each cut into
-# `tail_splits` pieces (contiguous shares of the key blocks, one unit of the persistent order
-# each), which write f32 partials (O normalized by their own sum, LSE) into the caller's
-# scratch, and a combine kernel launched after them merges them into O and LSE. The pieces run
-# in a launch of their own (the same kernel built with the piece code, one piece a CTA) after
-# the main kernel, which takes only the k full rounds and is the plain build: with the pieces
-# in the persistent kernel itself every tile ran slower before any piece was cut. The other
-# tiles are computed as before (the same bits). Without it the R tiles take a whole tile time
-# while ctas - R SMs idle. The split count is the host's (`tail_splits`, from the shape); 1
-# keeps the plain schedule (the main kernel alone). Only the static orders without a diagonal,
-# a sink, a cluster or the NVFP4 output (config_for). It gains 2.8% where a long tile and a
-# short last round meet (1x32x16384x128: 4 tiles left on 132 SMs), and leaves the rest as they were.
-TAIL_SPLIT = True
-TAIL_SPLIT_MAX = 64  # pieces a tail tile at most
-TAIL_PIECE_COST = 1.0  # a piece's fixed cost (Q load, first S, epilogue) in key blocks, for tail_splits
-# a piece's f32 partial O written and read again (64 KB at D=128: 2 x 64 KB at ~3 TB/s) in key
-# blocks of one SM (~1.6 us at D=128), for tail_splits; the whole GPU's bandwidth is shared, so
-# the launch pays it once per piece, not per round
-TAIL_TRAFFIC_COST = 0.027
-# the pieces' launch and the combine as programmatic dependent launches (False: plain launches):
-# the main kernel allows the pieces where TAIL_PIECES_TRIGGER says, each pieces CTA's producer
-# allows the combine after its last load (fmha_decode's "last_load" trigger); the pieces read
-# only Q, K and V, and wait for the main grid only before they exit; the combine waits for the
-# pieces' grid before it reads their partials
-TAIL_COMBINE_PDL = True
-# where the main kernel allows the pieces' launch: "start" (every CTA at its start: the pieces'
-# CTAs then take each SM the moment a main CTA leaves it) or "last_load" (once every main CTA's
-# producer has issued its last load: the pieces wait for the slowest CTA's last tile)
-TAIL_PIECES_TRIGGER = "start"
-# the tail split's fixed cost in block-times (the pieces' launch, the combine, the SMs idle until
-# the pieces start), for tail_splits: fitted to the measured gains with the "start" trigger (a
-# 32-piece split of 128 blocks pays, a 4-piece split of 64 blocks does not)
-TAIL_LAUNCH_COST = 8.0
-# the NVFP4 output (nvfp4_out) quantized by two idle warps of the producer warpgroup instead of
-# the consumers: each consumer warpgroup puts its normalized O rows (bf16/fp16) in its rows of
-# O's buffer, hands them over (an mbarrier pair a consumer warpgroup, the tile's coordinates
-# beside them in shared memory) and goes on to its next tile, while the two warps quantize them
-# (one row a thread, `store_nvfp4`) and give the rows back. The quantization is ~1000
-# instructions a consumer thread a tile at D=128 that nothing overlapped (the epilogue issues
-# about one instruction a cycle); in the producer's warps it runs in the cycles the consumers
-# leave idle. The producer warpgroup then keeps at least QUANTIZER_REGS (D=128: 40, the
-# consumers 232 instead of 240; D=64: 32, the consumers keep 160). It pays without a diagonal at
-# D=128; with a diagonal the short tiles of the causal tail outrun two warps' quantizing.
-NVFP4_OFFLOAD = {(64, False): False, (64, True): False, (128, False): True, (128, True): False}
-# the key loop as two loops: the blocks that may need the element mask (crossing the diagonal or
-# the key tail, the first visited), the mask compiled in, then the rest without it (FA3 splits
-# its loop too); False: one loop that decides per block at run time, both softmax variants in its
-# body. With a causal diagonal this pays at D=64 (+6%) and, with L2 sections and two Q buffers,
-# at D=128; not for windows (a third loop for the left edge spilled). Without a diagonal only a
-# tile's first block, handled before the loop, may cross the key tail, so the loop is compiled
-# without the mask (its runtime test had left a large masked branch in the loop). Not in the wide
-# build (there it spills and lost 6%) nor in the packed split-KV kernel (SPLIT_MASK_LOOPS).
-MASK_LOOPS = {(64, True): True, (128, True): True, (128, False): True}
-# the order in which persistent CTAs take tiles: "stride" (CTA c: c, c + ctas, ...), "snake"
-# (every other round backwards: balances causal tiles; _FmhaSm90.scheduled) or "dynamic" (the
-# producer takes the next tile from a global counter when it has issued the current one's
-# loads and hands it to the consumers through shared memory, as FA3's causal scheduler does:
-# _FmhaSm90.fetch_tile). Dynamic pays where a diagonal makes tiles unequal; without one the
-# static snake is 1-2% faster.
-ORDER = {(64, False): "snake", (64, True): "dynamic", (128, False): "snake", (128, True): "dynamic"}
-# ORDER "dynamic" hands out the tiles of SECTION_BYTES of K/V at a time (a section: as many kv
-# heads' K and V as fit, all their q heads), the longest query tiles of every head of the
-# section first, heads fastest: the shortest tiles of the whole launch come last, so no CTA
-# starts a long tile when the others are nearly done (with one head at a time, the last
-# head's longest tile starts ~1/H of its head's work before the end), and a section's K/V stays
-# in L2. FA3 sizes its sections for 32 MiB of L2 (hopper/tile_scheduler.hpp); 16 MiB is within
-# 1% of it. 0: the linear order (query tile fastest, then head, then batch).
-SECTION_BYTES = 32 << 20
-# FA4's relief for MUFU: the share of each row's scores whose exp2 is a polynomial on the FMA
-# units (kernels.exp2.exp2_fma_magic), by (head dim, crosses a diagonal); absent = 0. At D=64
-# one 64 x 128 block's 8192 exp2 take MUFU (16 a clock per SM) as long as its two wgmmas take
-# the tensor cores at their peak.
-EXP2_FMA = {}
 HEAD_DIMS = (64, 128)
 SHARED_MEMORY_BYTES = 227 * 1024  # sm_90a: the most dynamic shared memory one CTA may take
 DTYPES = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}
 ARCHS = ("sm_90a",)
 
 
-class _Knobs:
-    """The knobs as the planning reads them: a variant's values by knob name, else the module's."""
-
-    def __init__(self, overrides=None):
-        if isinstance(overrides, _Knobs):
-            overrides = overrides.overrides
-        self.overrides = dict(overrides or {})
-        unknown = [name for name in self.overrides if not (name.isupper() and name in globals())]
-        if unknown:
-            raise ValueError(f"not knobs of kernels.fmha_sm90: {unknown}")
-
-    def __getattr__(self, name: str):
-        return self.overrides[name] if name in self.overrides else globals()[name]
-
-
-def _per_config(knob, head_dim: int, masked: bool):
-    """A knob that is one value, or a dict {(head dim, crosses a diagonal): value} like TILES."""
-    return knob[(head_dim, masked)] if isinstance(knob, dict) else knob
-
-
-def wide_keys(head_dim: int, sk: int) -> bool:
-    """Whether a call with `sk` keys takes WIDE_KEY_TILES' tile (where it has one for the head dim)."""
-    return sk >= WIDE_KEYS_MIN and head_dim in WIDE_KEY_TILES
+def wide_keys(head_dim: int, sk: int, knobs: Knobs = DEFAULT_KNOBS) -> bool:
+    """Whether a call with `sk` keys takes `knobs.wide_key_tiles`' tile (where it has one for the head dim)."""
+    return sk >= knobs.wide_keys_min and head_dim in knobs.wide_key_tiles
 
 
 def config_for(
-    head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool = False, wide_keys: bool = False, knobs=None
+    head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool = False, wide_keys: bool = False, knobs: Knobs = DEFAULT_KNOBS
 ) -> Config:
-    """The knobs' current values for one configuration (TILES, NVFP4_TILES for the NVFP4
-    output, WIDE_KEY_TILES for a call with many keys: `wide_keys`, or TILE_OVERRIDE when set).
-    `knobs`: {knob name: value} read instead of the module's (a sweep's variant, without
-    touching the module: `bench/fmha_sass.py`); None: the module's values."""
-    k = _Knobs(knobs)
+    """The build of one shape class from `knobs` (`tiles`, `nvfp4_tiles` for the NVFP4 output,
+    `wide_key_tiles` for a call with many keys: `wide_keys`, or `tile_override` when set); a
+    sweep's variant is another `Knobs` value (`bench/fmha_sass.py`). Refuses values that do not
+    build (a knob out of range, a tile that does not fit shared memory)."""
+    k = knobs
     masked = has_left or has_right
-    wide = k.WIDE_KEY_TILES.get(head_dim) if wide_keys and not masked and not nvfp4_out else None
-    block_m, block_n = k.TILE_OVERRIDE or wide or (nvfp4_out and k.NVFP4_TILES.get((head_dim, masked))) or k.TILES[(head_dim, masked)]
+    wide = k.wide_key_tiles.get(head_dim) if wide_keys and not masked and not nvfp4_out else None
+    block_m, block_n = k.tile_override or wide or (nvfp4_out and k.nvfp4_tiles.get((head_dim, masked))) or k.tiles[(head_dim, masked)]
     if block_m % 64 or not 64 <= block_m <= 192 or block_n % 16 or not 16 <= block_n <= 256:
         raise ValueError(f"tile ({block_m}, {block_n}): BLOCK_M must be 64, 128 or 192, BLOCK_N a multiple of 16 up to 256")
-    pingpong = _per_config(k.PINGPONG, head_dim, masked)
-    if wide is not None and k.WIDE_KEY_PINGPONG is not None:
-        pingpong = bool(k.WIDE_KEY_PINGPONG)
+    pingpong = k.at("pingpong", head_dim, masked)
+    if wide is not None and k.wide_key_pingpong is not None:
+        pingpong = bool(k.wide_key_pingpong)
     if pingpong and block_m < 128:
-        raise ValueError("PINGPONG takes turns between two or three consumer warpgroups (BLOCK_M = 128 or 192)")
-    if isinstance(k.PERSISTENT, dict):
-        persistent = k.PERSISTENT[(head_dim, masked)]
-    elif k.PERSISTENT in (True, False, "auto"):
-        persistent = k.PERSISTENT is True or (k.PERSISTENT == "auto" and head_dim == 64 and not masked)
-    else:
-        raise ValueError(f"PERSISTENT must be True, False, 'auto' or a dict like TILES, not {k.PERSISTENT!r}")
-    fma_cols = round(k.EXP2_FMA.get((head_dim, masked), 0.0) * block_n / 4)
-    order = _per_config(k.ORDER, head_dim, masked)
+        raise ValueError("pingpong takes turns between two or three consumer warpgroups (BLOCK_M = 128 or 192)")
+    persistent = k.at("persistent", head_dim, masked)
+    if persistent not in (True, False, "auto"):
+        raise ValueError(f"persistent must be True, False, 'auto' or a mapping of them like tiles, not {k.persistent!r}")
+    persistent = persistent is True or (persistent == "auto" and head_dim == 64 and not masked)
+    fma_cols = round(k.exp2_fma.get((head_dim, masked), 0.0) * block_n / 4)
+    order = k.at("order", head_dim, masked)
     if order not in ("stride", "snake", "dynamic"):
-        raise ValueError(f"ORDER must be 'stride', 'snake', 'dynamic' or a dict of them like TILES, not {k.ORDER!r}")
+        raise ValueError(f"order must be 'stride', 'snake', 'dynamic' or a mapping of them like tiles, not {k.order!r}")
     stages = ring_stages(head_dim, masked, k)
-    q_stages = _per_config(k.Q_STAGES, head_dim, masked)
+    q_stages = k.at("q_stages", head_dim, masked)
     if q_stages not in (1, 2):
-        raise ValueError(f"Q_STAGES must be 1 or 2 (or a dict of them like TILES), not {k.Q_STAGES!r}")
+        raise ValueError(f"q_stages must be 1 or 2 (or a mapping of them like tiles), not {k.q_stages!r}")
     # the wide build: O from registers straight to global memory (no room for an O buffer beside its K/V stages)
     o_direct = wide is not None and not nvfp4_out
-    tma_store = bool(_per_config(k.TMA_STORE, head_dim, masked)) and not o_direct
+    tma_store = bool(k.at("tma_store", head_dim, masked)) and not o_direct
 
     def smem_bytes(q_buffers: int) -> int:
         """Barriers (the first kilobyte), Q's buffers, O's (unless o_direct), the K and V rings."""
         o_buffers = 0 if o_direct else 1
         return 1024 + (q_buffers + o_buffers) * block_m * head_dim * 2 + 2 * stages * block_n * head_dim * 2
 
-    rescale_threshold = _per_config(k.RESCALE_THRESHOLD, head_dim, masked)
+    rescale_threshold = k.at("rescale_threshold", head_dim, masked)
     if rescale_threshold is not None and not (isinstance(rescale_threshold, (int, float)) and 0 <= rescale_threshold <= 16):
-        raise ValueError(f"RESCALE_THRESHOLD must be None or a number of log2 units in [0, 16] (or a dict like TILES), not {k.RESCALE_THRESHOLD!r}")
+        raise ValueError(f"rescale_threshold must be None or a number of log2 units in [0, 16] (or a mapping like tiles), not {k.rescale_threshold!r}")
     rescale_threshold = None if rescale_threshold is None else float(rescale_threshold)
-    cluster = _per_config(k.CLUSTER, head_dim, masked)
+    cluster = k.at("cluster", head_dim, masked)
     if cluster not in (1, 2):
-        raise ValueError(f"CLUSTER must be 1 or 2 (or a dict of them like TILES), not {k.CLUSTER!r}")
+        raise ValueError(f"cluster must be 1 or 2 (or a mapping of them like tiles), not {k.cluster!r}")
     cluster = 1 if masked else cluster  # (a diagonal: the cluster's tiles would visit different key blocks)
-    offload = bool(_per_config(k.NVFP4_OFFLOAD, head_dim, masked))
+    offload = bool(k.at("nvfp4_offload", head_dim, masked))
     if cluster > 1 and persistent and order == "dynamic":
-        raise ValueError("CLUSTER > 1 takes a static ORDER ('stride' or 'snake'): the dynamic order draws a tile per CTA, not per cluster")
-    tail_split = bool(_per_config(k.TAIL_SPLIT, head_dim, masked)) and not masked and persistent and order != "dynamic"
+        raise ValueError("cluster > 1 takes a static order ('stride' or 'snake'): the dynamic order draws a tile per CTA, not per cluster")
+    tail_split = bool(k.at("tail_split", head_dim, masked)) and not masked and persistent and order != "dynamic"
     tail_split = tail_split and cluster == 1 and not nvfp4_out  # (and no sink: _FmhaSm90)
-    if k.TAIL_PIECES_TRIGGER not in ("start", "last_load"):
-        raise ValueError(f"TAIL_PIECES_TRIGGER must be 'start' or 'last_load', not {k.TAIL_PIECES_TRIGGER!r}")
-    tail_split = (k.TAIL_PIECES_TRIGGER if k.TAIL_COMBINE_PDL else "plain") if tail_split else False  # (how the pieces and the combine launch)
-    if q_stages == 2 and smem_bytes(2) > k.SHARED_MEMORY_BYTES:
+    if k.tail_pieces_trigger not in ("start", "last_load"):
+        raise ValueError(f"tail_pieces_trigger must be 'start' or 'last_load', not {k.tail_pieces_trigger!r}")
+    tail_split = (k.tail_pieces_trigger if k.tail_combine_pdl else "plain") if tail_split else False  # (how the pieces and the combine launch)
+    if q_stages == 2 and smem_bytes(2) > SHARED_MEMORY_BYTES:
         q_stages = 1  # a second Q buffer only where it fits (not beside the wider tiles: 128 x 160 at D=128)
     smem = smem_bytes(q_stages)
-    if smem > k.SHARED_MEMORY_BYTES:
+    if smem > SHARED_MEMORY_BYTES:
         raise ValueError(
             f"tile ({block_m}, {block_n}) at D={head_dim} with {stages} K/V stages needs {smem} bytes of shared memory a CTA "
             f"(one Q buffer); sm_90a gives at most {SHARED_MEMORY_BYTES}"
@@ -376,49 +153,69 @@ def config_for(
         block_m=block_m,
         block_n=block_n,
         stages=stages,
-        overlap=k.INTRA_WG_OVERLAP,
+        overlap=k.intra_wg_overlap,
         pingpong=pingpong,
         max_ctas=sm_count() // cluster * cluster if persistent else 2**31 - 1,
         fma_cols=fma_cols,
         order=order,
         mask_loops=mask_loops(head_dim, masked, wide is not None, knobs=k),
-        section_bytes=k.SECTION_BYTES if order == "dynamic" else 0,
-        late_rescale=k.INTRA_WG_OVERLAP and bool(_per_config(k.LATE_RESCALE, head_dim, masked)),
-        interleaved=bool(_per_config(k.SOFTMAX_INTERLEAVED, head_dim, masked)),
-        mask_relative=bool(_per_config(k.MASK_RELATIVE, head_dim, masked)),
-        stmatrix=bool(_per_config(k.STMATRIX, head_dim, masked)),
+        section_bytes=k.section_bytes if order == "dynamic" else 0,
+        late_rescale=k.intra_wg_overlap and bool(k.at("late_rescale", head_dim, masked)),
+        interleaved=bool(k.at("softmax_interleaved", head_dim, masked)),
+        mask_relative=bool(k.at("mask_relative", head_dim, masked)),
+        stmatrix=bool(k.at("stmatrix", head_dim, masked)),
         tma_store=tma_store,
-        k_ahead=bool(_per_config(k.K_AHEAD, head_dim, masked)),
-        v_wait_late=k.INTRA_WG_OVERLAP and bool(_per_config(k.V_WAIT_LATE, head_dim, masked)),
+        k_ahead=bool(k.at("k_ahead", head_dim, masked)),
+        v_wait_late=k.intra_wg_overlap and bool(k.at("v_wait_late", head_dim, masked)),
         q_stages=q_stages,
         cluster=cluster,
         nvfp4_offload=offload,
         rescale_threshold=rescale_threshold,
         tail_split=tail_split,
         o_direct=o_direct,
-        inf_guard_unmasked=bool(_per_config(k.UNMASKED_INF_GUARD, head_dim, masked)),
+        inf_guard_unmasked=bool(k.at("unmasked_inf_guard", head_dim, masked)),
     )
 
 
-@functools.lru_cache(maxsize=4096)  # (called on every launch: the search below is ~30 us of Python)
-def tail_splits(config: Config, b: int, sq: int, sk: int, hq: int, has_sink: bool) -> int:
-    """TAIL_SPLIT: the pieces each tile of a launch's last partial round is cut into (1: none).
+class LaunchPlan(NamedTuple):
+    """One call shape's launch of the wgmma kernel, computed once (`plan_launch`) and handed to
+    the launch (`kernels.ops` keeps one a call shape): the build, the tail split's pieces and
+    the scratch that they and the dynamic scheduler need."""
+
+    config: Config  # the build (config_for of the shape class)
+    splits: int  # the tail split's pieces a tail tile (`tail_splits`; 1: the main kernel alone)
+    counter_words: int  # zeroed int32 counters: the dynamic scheduler's two, else none
+    o_words: int  # f32 words of the tail pieces' partial O (`tail_scratch_words`)
+    lse_words: int  # f32 words of their LSE
+
+
+def plan_launch(config: Config, b: int, sq: int, sk: int, hq: int, head_dim: int, has_sink: bool, knobs: Knobs = DEFAULT_KNOBS) -> LaunchPlan:
+    """The LaunchPlan of `config` (from the same `knobs`) for one call shape."""
+    splits = tail_splits(config, b, sq, sk, hq, has_sink, knobs) if config.tail_split else 1
+    counters = 2 if config.order == "dynamic" and config.max_ctas < 2**31 - 1 else 0
+    return LaunchPlan(config, splits, counters, *tail_scratch_words(config, b, sq, hq, head_dim, splits))
+
+
+def tail_splits(config: Config, b: int, sq: int, sk: int, hq: int, has_sink: bool, knobs: Knobs = DEFAULT_KNOBS) -> int:
+    """tail_split: the pieces each tile of a launch's last partial round is cut into (1: none).
 
     The round's R tiles of `blocks` key blocks take `blocks` block-times while ctas - R SMs idle;
-    cut into s pieces they take ceil(R s / ctas) rounds of blocks / s + TAIL_PIECE_COST, plus
-    TAIL_TRAFFIC_COST a piece for its partials and TAIL_LAUNCH_COST once. The smallest power of two s (at most
-    TAIL_SPLIT_MAX and `blocks`) of the fewest block-times, if that is at least 5% fewer than
+    cut into s pieces they take ceil(R s / ctas) rounds of blocks / s + tail_piece_cost, plus
+    tail_traffic_cost a piece for its partials and tail_launch_cost once. The smallest power of two s (at most
+    tail_split_max and `blocks`) of the fewest block-times, if that is at least 5% fewer than
     the plain round's: a long tile and a short last round pay (1x32x16384x128: 4 tiles left on
     132 SMs), a half-full round of short tiles does not (the partials cost what the split saves).
-    The kernel's own tile count; with TAIL_SPLIT off, 1 at once."""
+    The kernel's own tile count; with tail_split off, 1 at once. (~30 us of Python: `kernels.ops`
+    asks once per call shape.)"""
     if not config.tail_split or has_sink:
         return 1
     ctas, tail = _tail_tiles(config, b, sq, hq)
     blocks = -(-sk // config.block_n)
     if tail == 0 or blocks < 2:
         return 1
-    cost = lambda s: -(-tail * s // ctas) * (blocks / s + TAIL_PIECE_COST) + (TAIL_TRAFFIC_COST * tail * s + TAIL_LAUNCH_COST if s > 1 else 0.0)  # noqa: E731
-    powers = [1 << k for k in range(TAIL_SPLIT_MAX.bit_length()) if 1 << k <= min(TAIL_SPLIT_MAX, blocks)]  # (the kernel shifts)
+    k = knobs
+    cost = lambda s: -(-tail * s // ctas) * (blocks / s + k.tail_piece_cost) + (k.tail_traffic_cost * tail * s + k.tail_launch_cost if s > 1 else 0.0)  # noqa: E731
+    powers = [1 << n for n in range(k.tail_split_max.bit_length()) if 1 << n <= min(k.tail_split_max, blocks)]  # (the kernel shifts)
     best = min(powers, key=lambda s: (cost(s), s))
     return best if cost(best) <= 0.95 * cost(1) else 1
 
@@ -438,21 +235,22 @@ def _tail_tiles(config: Config, b: int, sq: int, hq: int) -> tuple[int, int]:
     return ctas, n_tiles % ctas if ctas else 0
 
 
-def ring_stages(head_dim: int, masked: bool, knobs=None) -> int:
-    """STAGES for one configuration (an int, or a dict by (head dim, crosses a diagonal))."""
-    return _per_config(_Knobs(knobs).STAGES, head_dim, masked)
+def ring_stages(head_dim: int, masked: bool, knobs: Knobs = DEFAULT_KNOBS) -> int:
+    """`knobs.stages` for one configuration."""
+    return knobs.at("stages", head_dim, masked)
 
 
-def mask_loops(head_dim: int, masked: bool, wide: bool = False, packed: bool = False, knobs=None) -> bool:
-    """MASK_LOOPS for one configuration (a bool, or a dict by (head dim, crosses a diagonal); absent = False).
-    Without a diagonal never for the wide build (`wide`: WIDE_KEY_TILES' tile, 6% slower with it);
-    the packed split-KV kernel (`packed`) there follows SPLIT_MASK_LOOPS."""
-    k = _Knobs(knobs)
+def mask_loops(head_dim: int, masked: bool, wide: bool = False, packed: bool = False, knobs: Knobs = DEFAULT_KNOBS) -> bool:
+    """`knobs.mask_loops` for one configuration (a bool, or a mapping by (head dim, crosses a
+    diagonal); absent = False). Without a diagonal never for the wide build (`wide`:
+    wide_key_tiles' tile, 6% slower with it); the packed split-KV kernel (`packed`) there
+    follows split_mask_loops."""
     if not masked and wide:
         return False
     if not masked and packed:
-        return bool(k.SPLIT_MASK_LOOPS)
-    return k.MASK_LOOPS.get((head_dim, masked), False) if isinstance(k.MASK_LOOPS, dict) else bool(k.MASK_LOOPS)
+        return bool(knobs.split_mask_loops)
+    value = knobs.mask_loops
+    return bool(value.get((head_dim, masked), False)) if isinstance(value, Mapping) else bool(value)
 
 
 @functools.cache
@@ -473,16 +271,16 @@ def sm_count() -> int:
 
 def compile_kernel(
     dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, arch: str = "sm_90a", options: str = "", nvfp4_out: bool = False,
-    wide_keys: bool = False, config: Config | None = None,
+    wide_keys: bool = False, config: Config | None = None, knobs: Knobs = DEFAULT_KNOBS,
 ):  # fmt: skip
     """The compiled kernel for one configuration (no GPU needed). `config`: the build's Config,
     as the caller's plan computed it once for the shape class (`kernels.ops`), or another value
-    for a sweep; None: `config_for` with the knobs' current values (`wide_keys`: the build for
-    calls with many keys, `wide_keys()`)."""
+    for a sweep; None: `config_for` of `knobs` (`wide_keys`: the build for calls with many keys,
+    `wide_keys()`)."""
     if arch not in ARCHS:
         raise ValueError(f"the wgmma path targets {ARCHS}, not {arch!r}")
     if config is None:
-        config = config_for(head_dim, has_left, has_right, nvfp4_out, wide_keys)
+        config = config_for(head_dim, has_left, has_right, nvfp4_out, wide_keys, knobs)
     return _compile(dtype, head_dim, has_left, has_right, has_sink, arch, options, nvfp4_out, config)
 
 
@@ -494,62 +292,29 @@ def _compile(dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sin
         return cute.compile(kernel, *fake_arguments(dt), options=f"--gpu-arch {arch} {options}".strip())
 
 
-# packed split-KV: (query rows per CTA, keys per K/V tile) by head dim; one CTA per tile
-SPLIT_TILES = {64: (128, 128), 128: (128, 128)}
-# choose_splits: taken for more than 16 packed rows (G * Sq; fewer: fmha_decode's one-launch
-# kernel is faster) and at least SPLIT_MIN_KEYS visible keys, where it splits (the plain
-# wgmma grid would not fill the SMs) or where the plain kernel's 128-row query tiles would be
-# at least SPLIT_MIN_WASTE empty (Sq = 16: 7/8, Sq = 64: 1/2). The splits fill one wave of
-# SPLIT_CTAS_PER_SM CTAs an SM, each keeping at least SPLIT_MIN_BLOCKS key blocks. There it is
-# 1.2-1.7x the plain wgmma kernel (`bench/fmha_decode_sweep.py`); a single split of full 128-row
-# tiles is slower than the plain kernel (the partials and the combine cost more than the K/V
-# reads that packing saves), hence the waste rule.
-SPLIT_MIN_KEYS = 1024
-SPLIT_STAGES = 2  # its K/V ring (no O buffer: D=128 has room for 3, which measured within the noise)
-SPLIT_MIN_WASTE = 0.25
-SPLIT_CTAS_PER_SM = 1
-SPLIT_MIN_BLOCKS = 4
-SPLIT_MAX = 128
-# the combine as a programmatic dependent launch (allowed at fmha_decode.PDL_TRIGGER) for at most
-# this many splits, a plain launch above (fmha_decode.COMBINE_PDL: always PDL); 0: by COMBINE_PDL
-# alone. The early launch pays where the combine is short (2 splits), and costs where many split
-# CTAs are still running when it occupies its slots (16 splits).
-SPLIT_COMBINE_PDL_MAX = 2
-# RESCALE_THRESHOLD for the packed split-KV kernel (a split visits 4 or more key blocks); None:
-# every block rescales. 8.0 is even or slower here, and has RESCALE_THRESHOLD's error. Off.
-SPLIT_RESCALE_THRESHOLD = None
-# FA3's scheduler barrier (PINGPONG) in the packed split-KV kernel: its two consumer warpgroups
-# take turns issuing their wgmmas. The unpacked kernel's 128 x 192 build gains from it where its
-# 128 x 128 build loses (WIDE_KEY_PINGPONG); the split's partials go out from registers, so a
-# 128 x 192 SPLIT_TILES fits beside Q and two K/V stages (224 KB) as it is. Here it loses at
-# every tile tried (128 x 128, 176, 192), most at Sq=64 and 128. Off.
-SPLIT_PINGPONG = False
-# the packed split-KV kernel's key loop without a diagonal compiled without the element mask
-# (MASK_LOOPS' (128, False) choice for the main kernel; its loop 781 -> 462 SASS instructions);
-# False: the loop decides per block at run time. Bit-identical, and slower or even here. Off.
-SPLIT_MASK_LOOPS = False
-
-
 def choose_splits(
-    b: int, sq: int, sk: int, hq: int, hkv: int, left: int, right: int, sms: int, forced: bool = False, head_dim: int = 128
-) -> int:
+    b: int, sq: int, sk: int, hq: int, hkv: int, left: int, right: int, sms: int, forced: bool = False, head_dim: int = 128,
+    knobs: Knobs = DEFAULT_KNOBS,
+) -> int:  # fmt: skip
     """Key ranges per tile for the packed split-KV kernel (>= 1), or 0 where it should not be taken.
 
     Plain integer arithmetic (called once per call shape). `forced`: asked for by name, so
-    any shape whose G packs gets a split count. `head_dim` picks the tile (SPLIT_TILES).
+    any shape whose G packs gets a split count. `head_dim` picks the tile (`knobs.split_tiles`);
+    the thresholds are the split_* knobs.
     """
+    k = knobs
     group = hq // hkv
     if not packed_groups(group):
         return 0
     rows = group * sq
     keys = sk if left < 0 else min(sk, left + sq + (right if right > 0 else 0))
-    block_m, block_n = SPLIT_TILES[head_dim]
+    block_m, block_n = k.split_tiles[head_dim]
     tiles = -(-rows // block_m) * b * hkv
-    splits = max(1, min(sms * SPLIT_CTAS_PER_SM // tiles, -(-keys // block_n) // SPLIT_MIN_BLOCKS, SPLIT_MAX))
+    splits = max(1, min(sms * k.split_ctas_per_sm // tiles, -(-keys // block_n) // k.split_min_blocks, k.split_max))
     if forced:
         return splits
     waste = 1 - sq / (-(-sq // block_m) * block_m)  # of the plain kernel's query tiles
-    if rows <= 16 or keys < SPLIT_MIN_KEYS or (splits < 2 and waste < SPLIT_MIN_WASTE):
+    if rows <= 16 or keys < k.split_min_keys or (splits < 2 and waste < k.split_min_waste):
         return 0
     return splits
 
@@ -559,40 +324,46 @@ def packed_groups(group: int) -> bool:
     return group > 1 and 128 % group == 0
 
 
-def split_combine_pdl(splits: int) -> bool:
+def split_combine_pdl(splits: int, knobs: Knobs = DEFAULT_KNOBS) -> bool:
     """Whether a packed split-KV call of `splits` splits launches its combine as a PDL."""
-    return bool(fmha_decode.COMBINE_PDL) or 0 < splits <= SPLIT_COMBINE_PDL_MAX
+    return bool(fmha_decode.COMBINE_PDL) or 0 < splits <= knobs.split_combine_pdl_max
 
 
 def compile_packed_split(
     dtype: str, head_dim: int, group: int, has_left: bool, has_right: bool, has_sink: bool, arch: str = "sm_90a", options: str = "",
-    combine_pdl: bool | None = None,
+    combine_pdl: bool | None = None, knobs: Knobs = DEFAULT_KNOBS,
 ):  # fmt: skip
     """The compiled packed split-KV host function (_PackedSplitSm90) for one configuration (no GPU
-    needed). combine_pdl: the combine as a programmatic dependent launch (None: fmha_decode.COMBINE_PDL;
-    only on fmha_decode.PDL_ARCHS)."""
+    needed), its build from `knobs` (`packed_split_config`). combine_pdl: the combine as a
+    programmatic dependent launch (None: fmha_decode.COMBINE_PDL; only on fmha_decode.PDL_ARCHS)."""
     if arch not in ARCHS:
         raise ValueError(f"the wgmma path targets {ARCHS}, not {arch!r}")
     if not packed_groups(group):
         raise ValueError(f"packed split-KV takes Hq / Hkv in 2, 4, ..., 128, not {group}")
-    block_m, block_n = SPLIT_TILES[head_dim]
-    masked = has_left or has_right
-    config = Config(
-        block_m=block_m,
-        block_n=block_n,
-        stages=SPLIT_STAGES,
-        overlap=INTRA_WG_OVERLAP,
-        pingpong=bool(SPLIT_PINGPONG),
-        mask_loops=mask_loops(head_dim, masked, packed=True),
-        k_ahead=bool(_per_config(K_AHEAD, head_dim, masked)),
-        rescale_threshold=SPLIT_RESCALE_THRESHOLD,
-    )  # (one CTA a tile, stride order: the split count fills the SMs)
+    config = packed_split_config(head_dim, has_left or has_right, knobs)
     if fmha_decode.PDL_TRIGGER not in fmha_decode.PDL_TRIGGERS:
         raise ValueError(f"fmha_decode.PDL_TRIGGER must be one of {fmha_decode.PDL_TRIGGERS}, not {fmha_decode.PDL_TRIGGER!r}")
     # False (a plain launch of the combine), or where its CTAs allow it (PDL_TRIGGER)
     combine_pdl = fmha_decode.COMBINE_PDL if combine_pdl is None else combine_pdl
     pdl = fmha_decode.PDL_TRIGGER if combine_pdl and arch in fmha_decode.PDL_ARCHS else False
     return _compile_packed_split(dtype, head_dim, group, has_left, has_right, has_sink, arch, options, config, pdl)
+
+
+def packed_split_config(head_dim: int, masked: bool, knobs: Knobs = DEFAULT_KNOBS) -> Config:
+    """The packed split-KV kernel's build from `knobs` (split_tiles, split_stages, split_pingpong,
+    split_rescale_threshold; the overlap, K_AHEAD and the mask loops as the main kernel's knobs
+    say). One CTA a tile, stride order: the split count fills the SMs."""
+    block_m, block_n = knobs.split_tiles[head_dim]
+    return Config(
+        block_m=block_m,
+        block_n=block_n,
+        stages=knobs.split_stages,
+        overlap=knobs.intra_wg_overlap,
+        pingpong=bool(knobs.split_pingpong),
+        mask_loops=mask_loops(head_dim, masked, packed=True, knobs=knobs),
+        k_ahead=bool(knobs.at("k_ahead", head_dim, masked)),
+        rescale_threshold=knobs.split_rescale_threshold,
+    )
 
 
 @functools.cache

@@ -48,6 +48,7 @@ from torch import Tensor
 
 from kernels import fmha_decode, fmha_paths, fmha_sm80, fmha_sm90, inputs, nvfp4_kernels
 from kernels.attention_parts import LOG2E
+from kernels.fmha_sm90_knobs import DEFAULT_KNOBS, Knobs
 from kernels.torch_device import arch_of
 
 _F32 = torch.float32
@@ -91,11 +92,15 @@ def _bound_ffi_call(fn):
 
 
 def clear_launch_cache():
-    """Forget every launcher: after changing a kernel module's tuning knobs by hand."""
+    """Forget every launcher and plan (and the compiled modules they hold). Not needed for other
+    wgmma knobs: the plans key on the `Knobs` value a call passes (`knobs=`); for a test that
+    stubs a planning function (`choose_splits`, `sm_count`), or a module's knob of another path
+    changed by hand (fmha_decode's, fmha_sm80's)."""
     _LAUNCHERS.clear()
     _DECODE_PLANS.clear()
     _NVFP4_UNFUSED.clear()
-    fmha_sm90.tail_splits.cache_clear()  # (its plan reads TAIL_SPLIT_MAX and the costs)
+    _FUSED_PLANS.clear()
+    _CONFIGS.clear()
 
 
 _DEVICE_ARCH: dict = {}
@@ -291,53 +296,71 @@ def _attention_ok(q, k, v, sink, softmax_scale, global_scale) -> bool:
     )
 
 
-def _wgmma_config(d, sk, left, right, path, nvfp4_out, arch):
-    """(whether it is the wide-key build, fmha_sm90's Config) of the wgmma path for a call, or
-    (False, None) where the call takes another path."""
+_CONFIGS: dict = {}  # shape class and knobs -> fmha_sm90's Config (computed once a shape class)
+
+
+def _wgmma_config(d, sk, has_left, has_right, path, nvfp4_out, arch, knobs):
+    """fmha_sm90's Config of the wgmma path for a call's shape class (`sk`, the keys, picks the
+    wide-key build or not), computed once and kept; None where the call takes another path."""
     if not (path != "mma_sync" and arch in fmha_sm90.ARCHS):
-        return False, None
-    wide_keys = fmha_sm90.wide_keys(d, sk)  # (fmha_sm90.WIDE_KEY_TILES' build)
-    return wide_keys, fmha_sm90.config_for(d, left >= 0, right >= 0, nvfp4_out, wide_keys)
+        return None
+    wide_keys = fmha_sm90.wide_keys(d, sk, knobs)  # (knobs.wide_key_tiles' build)
+    key = (d, has_left, has_right, nvfp4_out, wide_keys, knobs)
+    config = _CONFIGS.get(key)
+    if config is None:
+        config = _CONFIGS[key] = fmha_sm90.config_for(d, has_left, has_right, nvfp4_out, wide_keys, knobs)
+    return config
 
 
-def _attention_launch(q, sk, has_sink, left, right, path, exp2_on_fma, exp2_impl, nvfp4_out):
-    """(launcher, whether it reads the scheduler counters) for one shape class (`sk`, the keys,
-    picks fmha_sm90's wide-key build or not); on a miss the options are checked against the arch first."""
+def _attention_launch(q, sk, has_sink, left, right, path, exp2_on_fma, exp2_impl, nvfp4_out, knobs=DEFAULT_KNOBS):
+    """(launcher, fmha_sm90's Config or None) for one shape class (`sk`, the keys, picks
+    fmha_sm90's wide-key build or not); on a miss the options are checked against the arch first."""
     d = q.shape[3]
     device = q.get_device()
     arch = _arch(device)
-    # the wgmma path's tile choice (its knobs' current values) is part of the key: a knob
-    # sweep that edits them between calls gets the kernel it asked for
-    wide_keys, config = _wgmma_config(d, sk, left, right, path, nvfp4_out, arch)
+    # the wgmma path's build (from `knobs`) is part of the key: another Knobs value gets the kernel it asks for
+    config = _wgmma_config(d, sk, left >= 0, right >= 0, path, nvfp4_out, arch, knobs)
     # the same for the mma_sync path's exp2 knobs when the call leaves them to the module's defaults
     exp2_on_fma = fmha_sm80.EXP2_FMA_FRACTION if exp2_on_fma is None else exp2_on_fma
     exp2_impl = fmha_sm80.EXP2_FMA_IMPL if exp2_impl is None else exp2_impl
     key = ("attention", q.dtype, d, device, left >= 0, right >= 0, has_sink, path, exp2_on_fma, exp2_impl, nvfp4_out, config)
-    # the persistent wgmma kernel's dynamic scheduler: two zero counters, left zero
-    counted = config is not None and config.order == "dynamic" and config.max_ctas < 2**31 - 1
     entry = _LAUNCHERS.get(key)
     if entry is not None:
-        return entry[0], counted, config
+        return entry[0], config
     inputs.check_attention_options(path, exp2_on_fma, exp2_impl, arch)
     out_format = "nvfp4" if nvfp4_out else "bf16"
     return _launcher(
         key,
         lambda: fmha_paths.compile_attention(
             ATTENTION_DTYPES[q.dtype], d, False, (left, right), has_sink, arch, exp2_on_fma, exp2_impl,
-            options=nvfp4_kernels.TVM_FFI_OPTION, path=path, out_format=out_format, wide_keys=wide_keys, config=config,
+            options=nvfp4_kernels.TVM_FFI_OPTION, path=path, out_format=out_format, config=config, knobs=knobs,
         ),
-    ), counted, config  # fmt: skip
+    ), config  # fmt: skip
 
 
-def _decode_launch(q, hkv, has_sink, left, right, exp2_on_fma, exp2_impl, kernel, combine_pdl=None):
+# per call shape (and options, knobs): (launcher, fmha_sm90.LaunchPlan, or None off the wgmma
+# path) of the one-kernel paths; a plain dict lookup on the launch path, cleared past _PLANS_MAX
+_FUSED_PLANS: dict = {}
+
+
+def _fused_plan(plan_key, q, b, sq, sk, hq, has_sink, left, right, path, exp2_on_fma, exp2_impl, nvfp4_out, knobs):
+    launch, config = _attention_launch(q, sk, has_sink, left, right, path, exp2_on_fma, exp2_impl, nvfp4_out, knobs)
+    plan = None if config is None else fmha_sm90.plan_launch(config, b, sq, sk, hq, q.shape[3], has_sink, knobs)
+    if len(_FUSED_PLANS) >= _PLANS_MAX:
+        _FUSED_PLANS.clear()
+    entry = _FUSED_PLANS[plan_key] = (launch, plan)
+    return entry
+
+
+def _decode_launch(q, hkv, has_sink, left, right, exp2_on_fma, exp2_impl, kernel, combine_pdl=None, knobs=DEFAULT_KNOBS):
     """The launcher of a split-KV path (split + combine, one TVM-FFI call) for one shape class.
 
     kernel: "key_warps" or "split" (fmha_decode's, mma.sync), "wgmma" (fmha_sm90's packed split-KV,
-    its combine a programmatic dependent launch or not: combine_pdl).
+    its combine a programmatic dependent launch or not: combine_pdl; its build from `knobs`).
     """
     device = q.get_device()
     group = q.shape[2] // hkv if kernel == "wgmma" else 0  # (a compile-time constant of the wgmma kernel)
-    key = ("attention_decode", q.dtype, q.shape[3], device, left >= 0, right >= 0, has_sink, kernel, group, combine_pdl)
+    key = ("attention_decode", q.dtype, q.shape[3], device, left >= 0, right >= 0, has_sink, kernel, group, combine_pdl, knobs if group else None)
     entry = _LAUNCHERS.get(key)
     if entry is not None:
         return entry[0]
@@ -346,7 +369,8 @@ def _decode_launch(q, hkv, has_sink, left, right, exp2_on_fma, exp2_impl, kernel
     inputs.check_attention_options(path, exp2_on_fma, exp2_impl, arch)
     if kernel == "wgmma":
         build = lambda: fmha_sm90.compile_packed_split(
-            ATTENTION_DTYPES[q.dtype], q.shape[3], group, left >= 0, right >= 0, has_sink, arch, nvfp4_kernels.TVM_FFI_OPTION, combine_pdl
+            ATTENTION_DTYPES[q.dtype], q.shape[3], group, left >= 0, right >= 0, has_sink, arch, nvfp4_kernels.TVM_FFI_OPTION, combine_pdl,
+            knobs=knobs,
         )  # fmt: skip
     else:
         build = lambda: fmha_decode.compile_decode(
@@ -393,26 +417,26 @@ def _scratch(device: int, stream: int, counters: int, partials: int) -> tuple[in
     return entry[0], entry[0] + 4 * entry[1]
 
 
-# per call shape (and options): (launcher, splits, uses counters), or False where no split-KV
-# path is taken; a plain dict lookup on the launch path. Cleared when it grows past
-# _DECODE_PLANS_MAX (a decode loop makes one entry per key length).
+# per call shape (and options, knobs): (launcher, splits, uses counters), or False where no
+# split-KV path is taken; a plain dict lookup on the launch path. Cleared when it grows past
+# _PLANS_MAX (a decode loop makes one entry per key length).
 _DECODE_PLANS: dict = {}
-_DECODE_PLANS_MAX = 4096
+_PLANS_MAX = 4096
 
 
-def _decode_plan(plan_key, q, b, sq, sk, hq, hkv, has_sink, left, right, path, exp2_on_fma, exp2_impl):
-    kernel, splits = _decode_choice(q, b, sq, sk, hq, hkv, left, right, path, exp2_on_fma)
+def _decode_plan(plan_key, q, b, sq, sk, hq, hkv, has_sink, left, right, path, exp2_on_fma, exp2_impl, knobs):
+    kernel, splits = _decode_choice(q, b, sq, sk, hq, hkv, left, right, path, exp2_on_fma, knobs)
     plan = False
     if splits:
-        combine_pdl = fmha_sm90.split_combine_pdl(splits) if kernel == "wgmma" else None  # (by the split count)
-        plan = (_decode_launch(q, hkv, has_sink, left, right, exp2_on_fma, exp2_impl, kernel, combine_pdl), splits, kernel == "key_warps")
-    if len(_DECODE_PLANS) >= _DECODE_PLANS_MAX:
+        combine_pdl = fmha_sm90.split_combine_pdl(splits, knobs) if kernel == "wgmma" else None  # (by the split count)
+        plan = (_decode_launch(q, hkv, has_sink, left, right, exp2_on_fma, exp2_impl, kernel, combine_pdl, knobs), splits, kernel == "key_warps")
+    if len(_DECODE_PLANS) >= _PLANS_MAX:
         _DECODE_PLANS.clear()
     _DECODE_PLANS[plan_key] = plan
     return plan
 
 
-def _decode_choice(q, b, sq, sk, hq, hkv, left, right, path, exp2_on_fma) -> tuple[str, int]:
+def _decode_choice(q, b, sq, sk, hq, hkv, left, right, path, exp2_on_fma, knobs=DEFAULT_KNOBS) -> tuple[str, int]:
     """(kernel, split count) of the split-KV path for this call; split count 0 where none is
     taken. path "auto": by shape (fmha_decode's for <= KEY_WARPS_ROWS packed rows, fmha_sm90's
     packed split-KV where it says so on sm_90a, else fmha_decode's where it says so)."""
@@ -424,12 +448,12 @@ def _decode_choice(q, b, sq, sk, hq, hkv, left, right, path, exp2_on_fma) -> tup
     if path == "decode_wgmma":
         if not fmha_sm90.packed_groups(hq // hkv):
             raise ValueError(f"path 'decode_wgmma' packs the Hq / Hkv q heads of a kv head into a tile: it takes Hq / Hkv in 2, 4, ..., 128, not {hq // hkv}")
-        return "wgmma", fmha_sm90.choose_splits(b, sq, sk, hq, hkv, left, right, sms, forced=True, head_dim=q.shape[3])
+        return "wgmma", fmha_sm90.choose_splits(b, sq, sk, hq, hkv, left, right, sms, forced=True, head_dim=q.shape[3], knobs=knobs)
     if path != "auto" or (fmha_sm80.EXP2_FMA_FRACTION if exp2_on_fma is None else exp2_on_fma):
         return mma_sync, 0  # another path asked for by name, or the FMA exp2 (mma_sync only)
     arch = _arch(device)
     if arch in fmha_sm90.ARCHS and mma_sync != "key_warps":
-        splits = fmha_sm90.choose_splits(b, sq, sk, hq, hkv, left, right, sms, head_dim=q.shape[3])
+        splits = fmha_sm90.choose_splits(b, sq, sk, hq, hkv, left, right, sms, head_dim=q.shape[3], knobs=knobs)
         if splits:
             return "wgmma", splits
     if arch not in fmha_decode.ARCHS:
@@ -437,17 +461,17 @@ def _decode_choice(q, b, sq, sk, hq, hkv, left, right, path, exp2_on_fma) -> tup
     return mma_sync, fmha_decode.choose_splits(b, sq, sk, hq, hkv, left, right, sms)
 
 
-def _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma, exp2_impl, global_scale):
+def _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma, exp2_impl, global_scale, knobs):
     if not _attention_ok(q, k, v, sink, softmax_scale, global_scale):
         inputs.check_attention_input(q, k, v, sink, softmax_scale, global_scale)
     b, sq, hq, d = q.shape
     _, sk, hkv, _ = k.shape
+    device = q.get_device()
     if global_scale is None and path != "mma_sync" and path != "wgmma":  # split-KV paths; NVFP4 output: the others
-        device = q.get_device()
-        plan_key = (q.dtype, d, device, b, sq, sk, hq, hkv, left, right, sink is None, path, exp2_on_fma, exp2_impl)
+        plan_key = (q.dtype, d, device, b, sq, sk, hq, hkv, left, right, sink is None, path, exp2_on_fma, exp2_impl, knobs)
         plan = _DECODE_PLANS.get(plan_key)
         if plan is None:
-            plan = _decode_plan(plan_key, q, b, sq, sk, hq, hkv, sink is not None, left, right, path, exp2_on_fma, exp2_impl)
+            plan = _decode_plan(plan_key, q, b, sq, sk, hq, hkv, sink is not None, left, right, path, exp2_on_fma, exp2_impl, knobs)
         if plan:
             launch, splits, counted = plan
             out = torch.empty_like(q)
@@ -468,20 +492,25 @@ def _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma,
         # the NVFP4 output promises quantize() of the bf16 output's bits: where that call takes
         # arithmetic the NVFP4 build has not (a split-KV plan, the tail split's pieces, another
         # tile), it is that call's output quantized (two kernels, the same bits)
-        shape_key = (q.dtype, d, q.get_device(), b, sq, sk, hq, hkv, left, right, sink is None, path, exp2_on_fma, exp2_impl)
+        shape_key = (q.dtype, d, device, b, sq, sk, hq, hkv, left, right, sink is None, path, exp2_on_fma, exp2_impl, knobs)
         unfused = _NVFP4_UNFUSED.get(shape_key)
         if unfused is None:
-            unfused = _bf16_call_differs(q, b, sq, sk, hq, hkv, sink is not None, left, right, path, exp2_on_fma, exp2_impl)
-            if len(_NVFP4_UNFUSED) >= _DECODE_PLANS_MAX:
+            unfused = _bf16_call_differs(q, b, sq, sk, hq, hkv, sink is not None, left, right, path, exp2_on_fma, exp2_impl, knobs)
+            if len(_NVFP4_UNFUSED) >= _PLANS_MAX:
                 _NVFP4_UNFUSED.clear()
             _NVFP4_UNFUSED[shape_key] = unfused
         if unfused:
-            out, lse = _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma, exp2_impl, None)
+            out, lse = _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma, exp2_impl, None, knobs)
             codes, scales = quantize_impl(out.reshape(-1, d), global_scale)
             return codes.view(b, sq, hq, d // 2), scales.view(b, sq, hq, d // _BLOCK), lse
-    launch, counted, config = _attention_launch(q, sk, sink is not None, left, right, path, exp2_on_fma, exp2_impl, global_scale is not None)
+    nvfp4_out = global_scale is not None
+    plan_key = (q.dtype, d, device, b, sq, sk, hq, left >= 0, right >= 0, sink is None, path, exp2_on_fma, exp2_impl, nvfp4_out, knobs)
+    entry = _FUSED_PLANS.get(plan_key)
+    if entry is None:
+        entry = _fused_plan(plan_key, q, b, sq, sk, hq, sink is not None, left, right, path, exp2_on_fma, exp2_impl, nvfp4_out, knobs)
+    launch, plan = entry
     lse = q.new_empty((b, hq, sq), dtype=_F32)
-    if global_scale is not None:
+    if nvfp4_out:
         codes = q.new_empty((b, sq, hq, d // 2), dtype=_U8)
         scales = q.new_empty((b, sq, hq, d // _BLOCK), dtype=_U8)
         out = None
@@ -491,15 +520,13 @@ def _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma,
         outputs = (lse.data_ptr(),) * 3  # never read: the epilogue stores O itself
     if q.numel():
         lse_ptr = lse.data_ptr()
-        device = q.get_device()
         stream = _stream(device)
-        # fmha_sm90.TAIL_SPLIT: the last partial round's tiles in pieces, their partials in the scratch
-        # (asked only where the build has it: a cached plan, ~0.2 us a call on the CPU)
-        splits = fmha_sm90.tail_splits(config, b, sq, sk, hq, sink is not None) if config is not None and config.tail_split else 1
-        o_words, lse_words = fmha_sm90.tail_scratch_words(config, b, sq, hq, d, splits)
+        # the plan's scratch: the dynamic scheduler's counters and, where the tail split cuts
+        # the last partial round's tiles into pieces (plan.splits > 1), their partials
+        splits, o_words = (plan.splits, plan.o_words) if plan is not None else (1, 0)
         counters, tail_o = lse_ptr, lse_ptr  # (never read without the dynamic order, the tail split)
-        if counted or splits > 1:
-            counters, tail_o = _scratch(device, stream, 2 if counted else 0, o_words + lse_words)
+        if plan is not None and (plan.counter_words or splits > 1):
+            counters, tail_o = _scratch(device, stream, plan.counter_words, o_words + plan.lse_words)
         launch(
             q.data_ptr(), k.data_ptr(), v.data_ptr(), (q if out is None else out).data_ptr(), lse_ptr,
             lse_ptr if sink is None else sink.data_ptr(), *outputs, counters, tail_o, tail_o + 4 * o_words, splits,
@@ -511,44 +538,50 @@ def _attention_run(q, k, v, sink, softmax_scale, left, right, path, exp2_on_fma,
 _NVFP4_UNFUSED: dict = {}  # shape class -> _bf16_call_differs (cleared with the launchers)
 
 
-def _bf16_call_differs(q, b, sq, sk, hq, hkv, has_sink, left, right, path, exp2_on_fma, exp2_impl) -> bool:
+def _bf16_call_differs(q, b, sq, sk, hq, hkv, has_sink, left, right, path, exp2_on_fma, exp2_impl, knobs=DEFAULT_KNOBS) -> bool:
     """Whether the bf16 call of this shape computes O otherwise than the fused NVFP4 build: a
     split-KV plan (the NVFP4 output has none), the tail split cutting this shape's last tiles
     into pieces (a different summation order: 583 codes differed at 1x32x16384x128), or another tile
-    (WIDE_KEY_TILES' build, which the NVFP4 output does not take)."""
+    (knobs.wide_key_tiles' build, which the NVFP4 output does not take)."""
     if path != "mma_sync" and path != "wgmma":
-        plan_key = (q.dtype, q.shape[3], q.get_device(), b, sq, sk, hq, hkv, left, right, not has_sink, path, exp2_on_fma, exp2_impl)
+        plan_key = (q.dtype, q.shape[3], q.get_device(), b, sq, sk, hq, hkv, left, right, not has_sink, path, exp2_on_fma, exp2_impl, knobs)
         plan = _DECODE_PLANS.get(plan_key)
         if plan is None:
-            plan = _decode_plan(plan_key, q, b, sq, sk, hq, hkv, has_sink, left, right, path, exp2_on_fma, exp2_impl)
+            plan = _decode_plan(plan_key, q, b, sq, sk, hq, hkv, has_sink, left, right, path, exp2_on_fma, exp2_impl, knobs)
         if plan:
             return True
     arch = _arch(q.get_device())
-    _, nvfp4_config = _wgmma_config(q.shape[3], sk, left, right, path, True, arch)
-    _, config = _wgmma_config(q.shape[3], sk, left, right, path, False, arch)
+    nvfp4_config = _wgmma_config(q.shape[3], sk, left >= 0, right >= 0, path, True, arch, knobs)
+    config = _wgmma_config(q.shape[3], sk, left >= 0, right >= 0, path, False, arch, knobs)
     if config is None or nvfp4_config is None:
         return False  # (the mma_sync path: one build whatever the output)
     if config.tile != nvfp4_config.tile:
         return True
-    return bool(config.tail_split) and fmha_sm90.tail_splits(config, b, sq, sk, hq, has_sink) > 1
+    return bool(config.tail_split) and fmha_sm90.tail_splits(config, b, sq, sk, hq, has_sink, knobs) > 1
 
 
 def attention_impl(
     q: Tensor, k: Tensor, v: Tensor, sink: Optional[Tensor], softmax_scale: float, window_left: int, window_right: int,
-    path: str = "auto", exp2_on_fma: Optional[float] = None, exp2_impl: Optional[str] = None,
+    path: str = "auto", exp2_on_fma: Optional[float] = None, exp2_impl: Optional[str] = None, *, knobs: Optional[Knobs] = None,
 ) -> tuple[Tensor, Tensor]:  # fmt: skip
-    """(out [B, Sq, Hq, D], lse [B, Hq, Sq] f32); window sides -1 = unbounded (causal: right = 0)."""
-    return _attention_run(q, k, v, sink, softmax_scale, window_left, window_right, path, exp2_on_fma, exp2_impl, None)
+    """(out [B, Sq, Hq, D], lse [B, Hq, Sq] f32); window sides -1 = unbounded (causal: right = 0).
+    `knobs`: the wgmma paths' `fmha_sm90_knobs.Knobs` (None: DEFAULT_KNOBS); not an op argument
+    (the op always takes the defaults), a direct call's only (`kernels.fmha.attention_with_knobs`)."""
+    knobs = DEFAULT_KNOBS if knobs is None else knobs
+    return _attention_run(q, k, v, sink, softmax_scale, window_left, window_right, path, exp2_on_fma, exp2_impl, None, knobs)
 
 
 def attention_nvfp4_impl(
     q: Tensor, k: Tensor, v: Tensor, sink: Optional[Tensor], global_scale: Tensor, softmax_scale: float, window_left: int,
-    window_right: int, path: str = "auto", exp2_on_fma: Optional[float] = None, exp2_impl: Optional[str] = None,
+    window_right: int, path: str = "auto", exp2_on_fma: Optional[float] = None, exp2_impl: Optional[str] = None, *,
+    knobs: Optional[Knobs] = None,
 ) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
-    """(codes uint8 [B, Sq, Hq, D/2], scales' E4M3 bits uint8 [B, Sq, Hq, D/16], lse): O quantized by the epilogue."""
+    """(codes uint8 [B, Sq, Hq, D/2], scales' E4M3 bits uint8 [B, Sq, Hq, D/16], lse): O quantized by the epilogue.
+    `knobs`: as attention_impl's."""
     if type(global_scale) is not Tensor:
         inputs.check_attention_input(q, k, v, sink, softmax_scale, global_scale)
-    return _attention_run(q, k, v, sink, softmax_scale, window_left, window_right, path, exp2_on_fma, exp2_impl, global_scale)
+    knobs = DEFAULT_KNOBS if knobs is None else knobs
+    return _attention_run(q, k, v, sink, softmax_scale, window_left, window_right, path, exp2_on_fma, exp2_impl, global_scale, knobs)
 
 
 # --- the ops -----------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import re
@@ -11,6 +12,13 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # `kernels` is not installed
+
+from kernels.fmha_sm90_knobs import DEFAULT_KNOBS  # noqa: E402 (imports nothing: no CuTeDSL needed)
+
+
+def _knobs(**changes):
+    """The wgmma paths' knobs with `changes` (a test's variant: passed down, no module edited)."""
+    return dataclasses.replace(DEFAULT_KNOBS, **changes)
 
 
 def _fmha():
@@ -272,8 +280,9 @@ def _gpu_path(torch, path):
     return path
 
 
-def _check(torch, dtype, b, sq, sk, hq, hkv, d, causal=False, window=(-1, -1), with_sink=False, scale=None, seed=0, path="auto"):
+def _check(torch, dtype, b, sq, sk, hq, hkv, d, causal=False, window=(-1, -1), with_sink=False, scale=None, seed=0, path="auto", knobs=None):
     fmha = _fmha()
+    attention = fmha.attention if knobs is None else functools.partial(fmha.attention_with_knobs, knobs=knobs)
     g = torch.Generator(device="cuda").manual_seed(seed)
     q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(dtype)
     k = torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(dtype)
@@ -288,7 +297,7 @@ def _check(torch, dtype, b, sq, sk, hq, hkv, d, causal=False, window=(-1, -1), w
     try:
         torch.empty = lambda *a, **kw: real_empty(*a, **kw).fill_(math.nan)
         torch.empty_like = lambda *a, **kw: real_empty_like(*a, **kw).fill_(math.nan)
-        out, lse = fmha.attention(q, k, v, causal=causal, window=window, sink=sink, softmax_scale=scale, return_lse=True, path=path)
+        out, lse = attention(q, k, v, causal=causal, window=window, sink=sink, softmax_scale=scale, return_lse=True, path=path)
     finally:
         torch.empty = real_empty
         torch.empty_like = real_empty_like
@@ -394,7 +403,7 @@ def test_gpu_long_and_repeated(path):
     ],
 )
 @pytest.mark.parametrize("order, sections, q_stages", [("snake", False, 2), ("dynamic", False, 2), ("dynamic", True, 2), ("snake", False, 1), ("dynamic", True, 1)])
-def test_gpu_wgmma_persistent_matches_one_cta_per_tile(shape, d, causal, window, sink, order, sections, q_stages, monkeypatch):
+def test_gpu_wgmma_persistent_matches_one_cta_per_tile(shape, d, causal, window, sink, order, sections, q_stages):
     """More tiles than SMs: each CTA of the persistent launch walks several tiles (the K/V ring,
     Q's buffers and O's staging buffer carried from one tile to the next), in the static snake
     order or drawn from the dynamic scheduler's counter (in the linear order, or by L2 sections
@@ -408,81 +417,71 @@ def test_gpu_wgmma_persistent_matches_one_cta_per_tile(shape, d, causal, window,
     from kernels import ops
 
     b, sq, sk, hq, hkv = shape
-    monkeypatch.setattr(fmha.fmha_sm90, "PERSISTENT", True)
-    monkeypatch.setattr(fmha.fmha_sm90, "ORDER", order)
-    monkeypatch.setattr(fmha.fmha_sm90, "SECTION_BYTES", 5 * sk * 4 * d if sections else 0)
-    monkeypatch.setattr(fmha.fmha_sm90, "Q_STAGES", q_stages)
-    _check(torch, torch.bfloat16, b, sq, sk, hq, hkv, d, causal, window, sink, path="wgmma")
+    knobs = _knobs(persistent=True, order=order, section_bytes=5 * sk * 4 * d if sections else 0, q_stages=q_stages)
+    _check(torch, torch.bfloat16, b, sq, sk, hq, hkv, d, causal, window, sink, path="wgmma", knobs=knobs)
     g = torch.Generator(device="cuda").manual_seed(11)
     q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(torch.bfloat16)
     k, v = (torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(torch.bfloat16) for _ in range(2))
     s = torch.randn(hq, device="cuda", generator=g) if sink else None
     kw = dict(causal=causal, window=window, sink=s, return_lse=True, path="wgmma")
-    outs = [fmha.attention(q, k, v, **kw) for _ in range(3)]
+    outs = [fmha.attention_with_knobs(q, k, v, **kw, knobs=knobs) for _ in range(3)]
     torch.cuda.synchronize()
     if order == "dynamic":
         counters = ops._SCRATCH[(torch.cuda.current_device(), torch.cuda.current_stream().cuda_stream)][3][:2]
         assert counters.view(torch.int32).tolist() == [0, 0], "the dynamic scheduler left its counters non-zero"
-    monkeypatch.setattr(fmha.fmha_sm90, "PERSISTENT", False)
-    ref_out, ref_lse = fmha.attention(q, k, v, **kw)
+    ref_out, ref_lse = fmha.attention_with_knobs(q, k, v, **kw, knobs=dataclasses.replace(knobs, persistent=False))
     for out, lse in outs:
         assert torch.equal(out, ref_out) and torch.equal(lse, ref_lse), "persistent and one-CTA-per-tile launches differ"
 
 
-def _check_knob_shapes(torch, d):
-    """The reference's values for a wgmma knob under test: causal with GQA on ragged lengths
-    (Sq != Sk), a window with a sink (fp16), and a key tail inside a block without a mask."""
-    _check(torch, torch.bfloat16, 2, 1000, 1100, 8, 2, d, True, (-1, -1), False, path="wgmma")
-    _check(torch, torch.float16, 1, 2048, 2048, 4, 4, d, False, (300, 40), True, path="wgmma", seed=3)
-    _check(torch, torch.bfloat16, 1, 777, 3000, 4, 1, d, False, (-1, -1), False, path="wgmma", seed=5)
+def _check_knob_shapes(torch, d, knobs):
+    """The reference's values for a wgmma knob under test (`knobs`): causal with GQA on ragged
+    lengths (Sq != Sk), a window with a sink (fp16), and a key tail inside a block without a mask."""
+    _check(torch, torch.bfloat16, 2, 1000, 1100, 8, 2, d, True, (-1, -1), False, path="wgmma", knobs=knobs)
+    _check(torch, torch.float16, 1, 2048, 2048, 4, 4, d, False, (300, 40), True, path="wgmma", seed=3, knobs=knobs)
+    _check(torch, torch.bfloat16, 1, 777, 3000, 4, 1, d, False, (-1, -1), False, path="wgmma", seed=5, knobs=knobs)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("late_rescale, interleaved", [(False, False), (True, False), (False, True), (True, True)])
 @pytest.mark.parametrize("d", [64, 128])
-def test_gpu_wgmma_softmax_orders(d, late_rescale, interleaved, monkeypatch):
+def test_gpu_wgmma_softmax_orders(d, late_rescale, interleaved):
     """LATE_RESCALE and SOFTMAX_INTERLEAVED in every combination at both head dims (the defaults
     pick one per configuration): the reference's values, causal with GQA on ragged lengths and
     a window with a sink."""
     torch = _cuda()
     _gpu_path(torch, "wgmma")
-    sm90 = _fmha().fmha_sm90
-    monkeypatch.setattr(sm90, "LATE_RESCALE", late_rescale)
-    monkeypatch.setattr(sm90, "SOFTMAX_INTERLEAVED", interleaved)
-    _check_knob_shapes(torch, d)
+    _check_knob_shapes(torch, d, _knobs(late_rescale=late_rescale, softmax_interleaved=interleaved))
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("k_ahead, v_wait_late", [(False, False), (True, False), (False, True), (True, True)])
 @pytest.mark.parametrize("d", [64, 128])
-def test_gpu_wgmma_load_orders(d, k_ahead, v_wait_late, monkeypatch):
+def test_gpu_wgmma_load_orders(d, k_ahead, v_wait_late):
     """K_AHEAD (the producer's load order) and V_WAIT_LATE (where a consumer waits for V) in every
     combination at both head dims, the defaults picking one per configuration: the reference's
     values, and causal with Sq > Sk, whose first query tiles have no key block (Q loaded alone)
     and one key block (the first K and the last V are the same block's)."""
     torch = _cuda()
     _gpu_path(torch, "wgmma")
-    sm90 = _fmha().fmha_sm90
-    monkeypatch.setattr(sm90, "K_AHEAD", k_ahead)
-    monkeypatch.setattr(sm90, "V_WAIT_LATE", v_wait_late)
-    _check_knob_shapes(torch, d)
-    _check(torch, torch.bfloat16, 2, 1100, 300, 4, 2, d, True, (-1, -1), False, path="wgmma", seed=7)
+    knobs = _knobs(k_ahead=k_ahead, v_wait_late=v_wait_late)
+    _check_knob_shapes(torch, d, knobs)
+    _check(torch, torch.bfloat16, 2, 1100, 300, 4, 2, d, True, (-1, -1), False, path="wgmma", seed=7, knobs=knobs)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("d, tile, mask_loops", [(64, (128, 128), True), (64, (192, 128), True), (128, (128, 128), False), (128, (128, 128), True)])
-def test_gpu_wgmma_mask_relative(d, tile, mask_loops, monkeypatch):
+def test_gpu_wgmma_mask_relative(d, tile, mask_loops):
     """MASK_RELATIVE (off by default until timed), with the tiles and key loops it lets compile
     (FA3's D=64 causal 192 x 128 with two loops; D=128 causal with two loops): the reference's
     values, causal with GQA on ragged lengths, a window with a sink, the key tail."""
     torch = _cuda()
     _gpu_path(torch, "wgmma")
-    sm90 = _fmha().fmha_sm90
-    monkeypatch.setattr(sm90, "MASK_RELATIVE", True)
-    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (d, True): tile})
-    monkeypatch.setattr(sm90, "MASK_LOOPS", {**sm90.MASK_LOOPS, (d, True): mask_loops})
-    monkeypatch.setattr(sm90, "SOFTMAX_INTERLEAVED", False)  # (192 x 128 with two loops spills with it)
-    _check_knob_shapes(torch, d)
+    knobs = _knobs(
+        mask_relative=True, tiles={**DEFAULT_KNOBS.tiles, (d, True): tile}, mask_loops={**DEFAULT_KNOBS.mask_loops, (d, True): mask_loops},
+        softmax_interleaved=False,  # (192 x 128 with two loops spills with it)
+    )  # fmt: skip
+    _check_knob_shapes(torch, d, knobs)
 
 
 def test_wgmma_mask_relative_compiles(tmp_path, monkeypatch):
@@ -493,18 +492,17 @@ def test_wgmma_mask_relative_compiles(tmp_path, monkeypatch):
     (which the host function traces too: it needs the columns as well)."""
     fmha = _fmha()
     sm90 = fmha.fmha_sm90
-    monkeypatch.setattr(sm90, "MASK_RELATIVE", True)
     from kernels import fmha_sm90_softmax
 
-    monkeypatch.setattr(fmha_sm90_softmax, "SCORE_COLUMNS_CHECK_ALL", True)  # (read by the softmax mixin)
-    monkeypatch.setattr(sm90, "SOFTMAX_INTERLEAVED", False)
-    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (64, True): (192, 128)})
-    monkeypatch.setattr(sm90, "MASK_LOOPS", {(64, True): True, (128, True): True})
-    monkeypatch.setattr(sm90, "TAIL_SPLIT", True)
+    monkeypatch.setattr(fmha_sm90_softmax, "SCORE_COLUMNS_CHECK_ALL", True)  # (read by the softmax mixin: a check, not a knob)
+    knobs = _knobs(
+        mask_relative=True, softmax_interleaved=False, tiles={**DEFAULT_KNOBS.tiles, (64, True): (192, 128)},
+        mask_loops={(64, True): True, (128, True): True}, tail_split=True,
+    )  # fmt: skip
     # (D=128 without a mask: its key tail's mask in the main kernel and in the tail pieces' kernel,
     # both traced from one host function: three entries)
     for d, left, right, sink in [(64, False, True, False), (128, False, True, False), (64, True, True, True), (128, False, False, False)]:
-        config = sm90.config_for(d, left, right)
+        config = sm90.config_for(d, left, right, knobs=knobs)
         assert config.mask_relative
         ptx = sm90._compile.__wrapped__("bfloat16", d, left, right, sink, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config).__ptx__
         assert "ld.local" not in ptx and "st.local" not in ptx
@@ -512,35 +510,36 @@ def test_wgmma_mask_relative_compiles(tmp_path, monkeypatch):
         assert ptx.count(".entry ") == (3 if config.tail_split else 1)
 
 
-def test_wgmma_tile_that_does_not_fit_shared_memory_is_refused(monkeypatch):
+def test_wgmma_tile_that_does_not_fit_shared_memory_is_refused():
     """A tile whose Q, O and K/V ring exceed sm_90a's 227 KB a CTA is a ValueError naming the bytes
     (128 x 176 at D=128: 246784 with one Q buffer), not a launch failure; 128 x 160 (230400) fits
     with one Q buffer (two would take 263168), 128 x 128 with two (230400)."""
     sm90 = _fmha().fmha_sm90
-    monkeypatch.setattr(sm90, "Q_STAGES", 2)
-    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 176)})
+
+    def tile(block_n):
+        return _knobs(q_stages=2, tiles={**DEFAULT_KNOBS.tiles, (128, False): (128, block_n)})
+
     with pytest.raises(ValueError, match=r"tile \(128, 176\) at D=128 with 2 K/V stages needs 246784 bytes"):
-        sm90.config_for(128, False, False)
-    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 160)})
-    assert sm90.config_for(128, False, False).tile == (128, 160) and sm90.config_for(128, False, False).q_stages == 1
-    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 128)})
-    assert sm90.config_for(128, False, False).q_stages == 2
+        sm90.config_for(128, False, False, knobs=tile(176))
+    config = sm90.config_for(128, False, False, knobs=tile(160))
+    assert config.tile == (128, 160) and config.q_stages == 1
+    assert sm90.config_for(128, False, False, knobs=tile(128)).q_stages == 2
 
 
-def test_wgmma_wider_key_tile_converts_p_in_pairs(tmp_path, monkeypatch):
+def test_wgmma_wider_key_tile_converts_p_in_pairs(tmp_path):
     """BLOCK_N = 160 (a thread's P row is not a power of two): P is converted 8 values at a time,
     all as bf16x2 pairs, so no 16-bit moves sit between the P V wgmmas (ptxas would inject a
     warpgroup.arrive before each: C7519)."""
     fmha = _fmha()
     sm90 = fmha.fmha_sm90
-    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 160)})
-    ptx = _main_kernel(sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, sm90.config_for(128, False, False)).__ptx__)
+    config = sm90.config_for(128, False, False, knobs=_knobs(tiles={**DEFAULT_KNOBS.tiles, (128, False): (128, 160)}))
+    ptx = _main_kernel(sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config).__ptx__)
     assert "wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16" in ptx
     assert "cvt.rn.bf16.f32" not in ptx and ptx.count("cvt.rn.bf16x2.f32") >= 40
     assert "ld.local" not in ptx and "st.local" not in ptx
 
 
-def test_rescale_threshold_compiles(monkeypatch, tmp_path):
+def test_rescale_threshold_compiles(tmp_path):
     """RESCALE_THRESHOLD: O's rescale under a warp vote in each place it runs (D=128 without a
     mask: in the key loop and before the tile's last P V; with LATE_RESCALE after each key loop's
     softmax: D=128 causal's two loops, D=64's one), no local memory; None builds no vote; values
@@ -554,11 +553,10 @@ def test_rescale_threshold_compiles(monkeypatch, tmp_path):
         assert len(re.findall(r"vote\.sync\.any\.pred", ptx)) == votes, (d, right)
         assert "ld.local" not in ptx and "st.local" not in ptx
     for bad in (-1.0, 17.0, "8"):
-        monkeypatch.setattr(sm90, "RESCALE_THRESHOLD", bad)
-        with pytest.raises(ValueError, match="RESCALE_THRESHOLD must be None or a number"):
-            sm90.config_for(128, False, False)
-    monkeypatch.setattr(sm90, "RESCALE_THRESHOLD", {(64, False): None, (64, True): None, (128, False): 8, (128, True): None})
-    assert sm90.config_for(128, False, False).rescale_threshold == 8.0 and sm90.config_for(128, False, True).rescale_threshold is None
+        with pytest.raises(ValueError, match="rescale_threshold must be None or a number"):
+            sm90.config_for(128, False, False, knobs=_knobs(rescale_threshold=bad))
+    knobs = _knobs(rescale_threshold={(64, False): None, (64, True): None, (128, False): 8, (128, True): None})
+    assert sm90.config_for(128, False, False, knobs=knobs).rescale_threshold == 8.0 and sm90.config_for(128, False, True, knobs=knobs).rescale_threshold is None
 
 
 def test_tail_split_plan(monkeypatch, tmp_path):
@@ -568,41 +566,39 @@ def test_tail_split_plan(monkeypatch, tmp_path):
     diagonal, a sink or the NVFP4 output; the main kernel is the plain build."""
     sm90 = _fmha().fmha_sm90
     monkeypatch.setattr(sm90, "sm_count", lambda: 132)
-    shipped_cost = sm90.TAIL_LAUNCH_COST
-    monkeypatch.setattr(sm90, "TAIL_SPLIT", True)
-    monkeypatch.setattr(sm90, "TAIL_LAUNCH_COST", 0.0)  # (the hand values below: the model without the launch's fixed cost)
-    d128, d64 = sm90.config_for(128, False, False), sm90.config_for(64, False, False)
+    shipped_cost = DEFAULT_KNOBS.tail_launch_cost
+    knobs = _knobs(tail_split=True, tail_launch_cost=0.0)  # (the hand values below: the model without the launch's fixed cost)
+    d128, d64 = sm90.config_for(128, False, False, knobs=knobs), sm90.config_for(64, False, False, knobs=knobs)
     assert d128.tail_split and d64.tail_split and d128.max_ctas == 132
+    tail_splits = functools.partial(sm90.tail_splits, knobs=knobs)
     # 4x16x4096x128: 2048 tiles, 68 in the last round, 32 blocks: 4 pieces would take 27 + 7.3 (the
     # partials) block-times for 33, 8 25 + 14.7: none
-    assert sm90.tail_splits(d128, 4, 4096, 4096, 16, False) == 1
+    assert tail_splits(d128, 4, 4096, 4096, 16, False) == 1
     # 2x16x8192x128: 68 tiles of 64 blocks: 4 pieces, 51 + 7.3 for 65 (8: 45 + 14.7)
-    assert sm90.tail_splits(d128, 2, 8192, 8192, 16, False) == 4
+    assert tail_splits(d128, 2, 8192, 8192, 16, False) == 4
     # 1x32x16384x128: 4096 tiles, 4 left over, 128 blocks: 32 pieces, one round of 5 + 3.5
-    assert sm90.tail_splits(d128, 1, 16384, 16384, 32, False) == 32
+    assert tail_splits(d128, 1, 16384, 16384, 32, False) == 32
     # 8x32x1024x128 (68 tiles of 8 blocks) and 4x16x4096x64 (192-row tiles: 1408, 88 left, 32 blocks): none
-    assert sm90.tail_splits(d128, 8, 1024, 1024, 32, False) == 1
-    assert sm90.tail_splits(d64, 4, 4096, 4096, 16, False) == 1
+    assert tail_splits(d128, 8, 1024, 1024, 32, False) == 1
+    assert tail_splits(d64, 4, 4096, 4096, 16, False) == 1
     # 3 blocks, 12 tiles left: 2 pieces (of one and two blocks), 2.5 + 0.6 for 4
-    assert sm90.tail_splits(d128, 1, 2048, 300, 9, False) == 2
+    assert tail_splits(d128, 1, 2048, 300, 9, False) == 2
     # no tail (the tiles fill whole rounds or one round at most), a near-full round, a sink, a single block
-    assert sm90.tail_splits(d128, 1, 128 * 132, 4096, 1, False) == 1
-    assert sm90.tail_splits(d128, 1, 4096, 4096, 4, False) == 1
-    assert sm90.tail_splits(d128, 2, 2048, 2048, 16, False) == 1  # (512 tiles: 116 in the last round of 132)
-    assert sm90.tail_splits(d128, 4, 4096, 4096, 16, True) == 1
-    assert sm90.tail_splits(d128, 4, 4096, 100, 16, False) == 1
+    assert tail_splits(d128, 1, 128 * 132, 4096, 1, False) == 1
+    assert tail_splits(d128, 1, 4096, 4096, 4, False) == 1
+    assert tail_splits(d128, 2, 2048, 2048, 16, False) == 1  # (512 tiles: 116 in the last round of 132)
+    assert tail_splits(d128, 4, 4096, 4096, 16, True) == 1
+    assert tail_splits(d128, 4, 4096, 100, 16, False) == 1
     assert sm90.tail_scratch_words(d128, 2, 8192, 16, 128, 4) == (4 * 68 * 128 * 128, 4 * 68 * 128)
     # with a fixed cost of 60 block-times: 8192's 4 pieces (51 + 7.3 + 60 for 65) do not pay, 16384's 32 (68.5 for 128) do
-    monkeypatch.setattr(sm90, "TAIL_LAUNCH_COST", 60.0)
-    sm90.tail_splits.cache_clear()
-    assert sm90.tail_splits(d128, 2, 8192, 8192, 16, False) == 1 and sm90.tail_splits(d128, 1, 16384, 16384, 32, False) == 32
+    tail_splits = functools.partial(sm90.tail_splits, knobs=_knobs(tail_split=True, tail_launch_cost=60.0))
+    assert tail_splits(d128, 2, 8192, 8192, 16, False) == 1 and tail_splits(d128, 1, 16384, 16384, 32, False) == 32
     # the shipped cost (8): 8192's 4 pieces take 51 + 7.3 + 8 = 66.3 of 65, no; 16384's 32 take 5 + 3.5 + 8 of 129
     assert shipped_cost == 8.0
-    monkeypatch.setattr(sm90, "TAIL_LAUNCH_COST", shipped_cost)
-    sm90.tail_splits.cache_clear()
-    assert sm90.tail_splits(d128, 2, 8192, 8192, 16, False) == 1 and sm90.tail_splits(d128, 1, 16384, 16384, 32, False) == 32
-    assert sm90.tail_splits(d128, 4, 4096, 4096, 16, False) == 1
-    assert not sm90.config_for(128, False, True).tail_split and not sm90.config_for(128, False, False, nvfp4_out=True).tail_split
+    tail_splits = functools.partial(sm90.tail_splits, knobs=_knobs(tail_split=True, tail_launch_cost=shipped_cost))
+    assert tail_splits(d128, 2, 8192, 8192, 16, False) == 1 and tail_splits(d128, 1, 16384, 16384, 32, False) == 32
+    assert tail_splits(d128, 4, 4096, 4096, 16, False) == 1
+    assert not sm90.config_for(128, False, True, knobs=knobs).tail_split and not sm90.config_for(128, False, False, nvfp4_out=True, knobs=knobs).tail_split
     ptx = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, d128).__ptx__
     # three kernels: the main one (the full rounds), the pieces', the combine
     assert ptx.count(".entry ") == 3 and "tail_combine_kernel" in ptx and d128.tail_split == "start"
@@ -613,21 +609,18 @@ def test_tail_split_plan(monkeypatch, tmp_path):
     # grid completes after all of them
     assert ptx.count("griddepcontrol.launch_dependents") == 2 and ptx.count("griddepcontrol.wait") == 2
     assert "griddepcontrol.wait" not in _main_kernel(ptx)
-    monkeypatch.setattr(sm90, "TAIL_PIECES_TRIGGER", "last_load")
-    assert sm90.config_for(128, False, False).tail_split == "last_load"
-    monkeypatch.setattr(sm90, "TAIL_PIECES_TRIGGER", "end")
-    with pytest.raises(ValueError, match="TAIL_PIECES_TRIGGER"):
-        sm90.config_for(128, False, False)
-    monkeypatch.setattr(sm90, "TAIL_PIECES_TRIGGER", "start")
-    monkeypatch.setattr(sm90, "TAIL_COMBINE_PDL", False)
-    assert sm90.config_for(128, False, False).tail_split == "plain"
-    plain_combine = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, sm90.config_for(128, False, False)).__ptx__
+    assert sm90.config_for(128, False, False, knobs=_knobs(tail_split=True, tail_pieces_trigger="last_load")).tail_split == "last_load"
+    with pytest.raises(ValueError, match="tail_pieces_trigger"):
+        sm90.config_for(128, False, False, knobs=_knobs(tail_split=True, tail_pieces_trigger="end"))
+    plain_pdl = sm90.config_for(128, False, False, knobs=_knobs(tail_split=True, tail_pieces_trigger="start", tail_combine_pdl=False))
+    assert plain_pdl.tail_split == "plain"
+    plain_combine = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, plain_pdl).__ptx__
     assert plain_combine.count(".entry ") == 3 and "griddepcontrol" not in plain_combine
     sink = sm90._compile.__wrapped__("bfloat16", 128, False, False, True, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, d128).__ptx__
     assert sink.count(".entry ") == 1  # (with a sink the build has no tail split)
-    monkeypatch.setattr(sm90, "TAIL_SPLIT", False)
-    plain = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, sm90.config_for(128, False, False)).__ptx__
-    assert plain.count(".entry ") == 1 and sm90.tail_splits(sm90.config_for(128, False, False), 4, 4096, 4096, 16, False) == 1
+    off = _knobs(tail_split=False)
+    plain = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, sm90.config_for(128, False, False, knobs=off)).__ptx__
+    assert plain.count(".entry ") == 1 and sm90.tail_splits(sm90.config_for(128, False, False, knobs=off), 4, 4096, 4096, 16, False, off) == 1
 
 
 def _ramp_inputs(torch, b, s, h, d, log2_per_block, block_n=128, seed=0):
@@ -646,7 +639,7 @@ def _ramp_inputs(torch, b, s, h, d, log2_per_block, block_n=128, seed=0):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("d", [64, 128])
-def test_gpu_rescale_threshold(d, monkeypatch):
+def test_gpu_rescale_threshold(d):
     """RESCALE_THRESHOLD 0 and 8 (FA4's): the reference's values on causal/window/sink/GQA/tails
     and tiles without key blocks, and on scores whose row maxima grow by 0.5 to 100 log2 units a
     block (rows that keep a stale reference, P up to 2^8 before normalizing, and rows that must
@@ -655,19 +648,16 @@ def test_gpu_rescale_threshold(d, monkeypatch):
     torch = _cuda()
     _gpu_path(torch, "wgmma")
     fmha = _fmha()
-    sm90 = fmha.fmha_sm90
     for threshold in (0.0, 8.0):
-        monkeypatch.setattr(sm90, "RESCALE_THRESHOLD", threshold)
-        _check_knob_shapes(torch, d)
-        _check(torch, torch.bfloat16, 2, 1100, 300, 4, 2, d, True, (-1, -1), False, path="wgmma", seed=7)
+        _check_knob_shapes(torch, d, _knobs(rescale_threshold=threshold))
+        _check(torch, torch.bfloat16, 2, 1100, 300, 4, 2, d, True, (-1, -1), False, path="wgmma", seed=7, knobs=_knobs(rescale_threshold=threshold))
     growth = [0.5, 4.0, 7.9, 8.1, 12.0, 20.0, 100.0, 0.0]
     for causal in (False, True):
         q, k, v = _ramp_inputs(torch, 2, 2048, len(growth), d, growth)
         ref, ref_lse = fmha.reference_attention(q, k, v, causal)
         errs = {}
         for threshold in (None, 0.0, 8.0):
-            monkeypatch.setattr(sm90, "RESCALE_THRESHOLD", threshold)
-            out, lse = fmha.attention(q, k, v, causal=causal, return_lse=True, path="wgmma")
+            out, lse = fmha.attention_with_knobs(q, k, v, causal=causal, return_lse=True, path="wgmma", knobs=_knobs(rescale_threshold=threshold))
             assert torch.isfinite(out).all() and torch.isfinite(lse).all(), f"non-finite values, threshold {threshold}"
             errs[threshold] = ((out.double() - ref).norm(dim=-1) / ref.norm(dim=-1).clamp_min(1e-30)).amax(dim=(0, 1))  # (a head each)
             assert (lse.double() - ref_lse).abs().max().item() <= 1e-3 * ref_lse.abs().max().item(), f"LSE, threshold {threshold}"
@@ -691,7 +681,7 @@ def _tail_tile_rows(torch, sm90, config, b, sq, hq):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("d", [64, 128])
-def test_gpu_tail_split(d, monkeypatch):
+def test_gpu_tail_split(d):
     """TAIL_SPLIT: the tiles before the last partial round give the same bits as without it, the
     tail's rows (the pieces' launch, then the combine) the reference's values: pieces of one and
     two key blocks, a key tail inside a block, a query tail (rows the combine skips), GQA, fp16,
@@ -712,21 +702,17 @@ def test_gpu_tail_split(d, monkeypatch):
         (3, 2048, 4096, heads, heads, torch.bfloat16),  # (2 pieces at D=128, 4 at D=64)
         (1, 2048, 300, heads, heads, torch.bfloat16),  # (3 blocks: pieces of one and two)
     ]  # fmt: skip
-    monkeypatch.setattr(sm90, "TAIL_LAUNCH_COST", 0.0)
-    sm90.tail_splits.cache_clear()  # (its plan reads the costs)
     for (b, sq, sk, hq, hkv, dtype), pdl, trigger in [(c, True, "start") for c in cases] + [(cases[0], False, "start"), (cases[1], True, "last_load")]:
-        monkeypatch.setattr(sm90, "TAIL_COMBINE_PDL", pdl)  # (the pieces and the combine programmatic dependent launches, or plain)
-        monkeypatch.setattr(sm90, "TAIL_PIECES_TRIGGER", trigger)
+        # (the pieces and the combine programmatic dependent launches, or plain)
+        knobs = _knobs(tail_launch_cost=0.0, tail_combine_pdl=pdl, tail_pieces_trigger=trigger, tail_split=True)
         g = torch.Generator(device="cuda").manual_seed(sk)
         q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(dtype)
         k, v = (torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(dtype) for _ in range(2))
-        monkeypatch.setattr(sm90, "TAIL_SPLIT", False)
-        want, want_lse = fmha.attention(q, k, v, return_lse=True, path="wgmma")
-        monkeypatch.setattr(sm90, "TAIL_SPLIT", True)
-        config = sm90.config_for(d, False, False)
-        splits = sm90.tail_splits(config, b, sq, sk, hq, False)
+        want, want_lse = fmha.attention_with_knobs(q, k, v, return_lse=True, path="wgmma", knobs=dataclasses.replace(knobs, tail_split=False))
+        config = sm90.config_for(d, False, False, knobs=knobs)
+        splits = sm90.tail_splits(config, b, sq, sk, hq, False, knobs)
         assert splits > 1, (b, sq, sk, hq, splits)
-        out, lse = fmha.attention(q, k, v, return_lse=True, path="wgmma")
+        out, lse = fmha.attention_with_knobs(q, k, v, return_lse=True, path="wgmma", knobs=knobs)
         tail = _tail_tile_rows(torch, sm90, config, b, sq, hq)
         assert tail.any() and not tail.all()
         assert torch.equal(out[~tail], want[~tail]), "tiles before the last round differ"
@@ -740,47 +726,42 @@ def test_gpu_tail_split(d, monkeypatch):
     q = torch.randn(1, 2048, heads, d, device="cuda").bfloat16()
     k, v = (torch.randn(1, 2048, heads, d, device="cuda").bfloat16() for _ in range(2))
     sink = torch.randn(heads, device="cuda")
-    monkeypatch.setattr(sm90, "TAIL_SPLIT", False)
-    want = fmha.attention(q, k, v, sink=sink, path="wgmma")
-    monkeypatch.setattr(sm90, "TAIL_SPLIT", True)
-    assert torch.equal(fmha.attention(q, k, v, sink=sink, path="wgmma"), want)
+    want = fmha.attention_with_knobs(q, k, v, sink=sink, path="wgmma", knobs=_knobs(tail_split=False))
+    assert torch.equal(fmha.attention_with_knobs(q, k, v, sink=sink, path="wgmma", knobs=_knobs(tail_split=True)), want)
 
 
 @pytest.mark.gpu
-def test_gpu_wgmma_key_tile_160(monkeypatch):
+def test_gpu_wgmma_key_tile_160():
     """128 x 160 tiles at D=128 (FA3 takes 128 x 176; ours fits 160 in shared memory): the
     reference's values on ragged lengths (key tails inside a block) with GQA, bf16 and fp16."""
     torch = _cuda()
     _gpu_path(torch, "wgmma")
-    sm90 = _fmha().fmha_sm90
-    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 160)})
-    _check(torch, torch.bfloat16, 2, 1000, 1100, 8, 2, 128, False, (-1, -1), False, path="wgmma")
-    _check(torch, torch.float16, 1, 777, 4096, 4, 1, 128, False, (-1, -1), True, path="wgmma", seed=5)
+    knobs = _knobs(tiles={**DEFAULT_KNOBS.tiles, (128, False): (128, 160)})
+    _check(torch, torch.bfloat16, 2, 1000, 1100, 8, 2, 128, False, (-1, -1), False, path="wgmma", knobs=knobs)
+    _check(torch, torch.float16, 1, 777, 4096, 4, 1, 128, False, (-1, -1), True, path="wgmma", seed=5, knobs=knobs)
 
 
-def test_wgmma_stmatrix_compiles(tmp_path, monkeypatch):
+def test_wgmma_stmatrix_compiles(tmp_path):
     """STMATRIX: O reaches shared memory by stmatrix, no element-wise shared stores left, no
     local memory."""
     sm90 = _fmha().fmha_sm90
-    monkeypatch.setattr(sm90, "STMATRIX", True)
-    ptx = _main_kernel(sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, sm90.config_for(128, False, False)).__ptx__)
+    config = sm90.config_for(128, False, False, knobs=_knobs(stmatrix=True))
+    ptx = _main_kernel(sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config).__ptx__)
     assert ptx.count("stmatrix.sync.aligned") == 8 and "st.shared" not in ptx  # 64 x 128 O a warpgroup: 8 x4 stmatrix a thread
     assert "ld.local" not in ptx and "st.local" not in ptx
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("d", [64, 128])
-def test_gpu_wgmma_stmatrix(d, monkeypatch):
+def test_gpu_wgmma_stmatrix(d):
     """STMATRIX: the reference's values through the stmatrix epilogue; ragged lengths, GQA,
     masks, a sink."""
     torch = _cuda()
     _gpu_path(torch, "wgmma")
-    sm90 = _fmha().fmha_sm90
-    monkeypatch.setattr(sm90, "STMATRIX", True)
-    _check_knob_shapes(torch, d)
+    _check_knob_shapes(torch, d, _knobs(stmatrix=True))
 
 
-def test_wgmma_tma_store_compiles(tmp_path, monkeypatch):
+def test_wgmma_tma_store_compiles(tmp_path):
     """TMA_STORE: O leaves by TMA stores of each warpgroup's 64 x D stage (two 64-column boxes at
     D=128 under the 128-byte swizzle), issued by one thread after a proxy fence, each epilogue
     first waiting for the previous store's reads and the kernel for the last one's; O's 16-byte
@@ -788,34 +769,32 @@ def test_wgmma_tma_store_compiles(tmp_path, monkeypatch):
     import re
 
     sm90 = _fmha().fmha_sm90
-    monkeypatch.setattr(sm90, "TMA_STORE", True)
+    knobs = _knobs(tma_store=True)
     for d, boxes in [(128, 2), (64, 1)]:
-        ptx = sm90._compile.__wrapped__("bfloat16", d, False, True, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, sm90.config_for(d, False, True)).__ptx__
+        ptx = sm90._compile.__wrapped__("bfloat16", d, False, True, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, sm90.config_for(d, False, True, knobs=knobs)).__ptx__
         assert len(re.findall(r"cp\.async\.bulk\.tensor\.4d\.global\.shared::cta", ptx)) == boxes
         assert ptx.count("cp.async.bulk.commit_group") == 1 and ptx.count("cp.async.bulk.wait_group.read") == 2
         assert "fence.proxy.async.shared::cta" in ptx and "st.global.v4" not in ptx
-    ptx = sm90._compile.__wrapped__("bfloat16", 128, False, True, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", True, sm90.config_for(128, False, True)).__ptx__
+    ptx = sm90._compile.__wrapped__("bfloat16", 128, False, True, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", True, sm90.config_for(128, False, True, knobs=knobs)).__ptx__
     assert "cp.async.bulk.wait_group" not in ptx  # nvfp4_out: no TMA store
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("stmatrix", [False, True])
 @pytest.mark.parametrize("d", [64, 128])
-def test_gpu_wgmma_tma_store(d, stmatrix, monkeypatch):
+def test_gpu_wgmma_tma_store(d, stmatrix):
     """TMA_STORE in every configuration (the defaults take it at D=64 and at D=128 without a
     mask): the reference's values with O stored by TMA,
     persistent CTAs reusing their O stages tile after tile, query tails clipped by TMA (Sq not a
     multiple of 64), GQA, causal, a window with a sink."""
     torch = _cuda()
     _gpu_path(torch, "wgmma")
-    sm90 = _fmha().fmha_sm90
-    monkeypatch.setattr(sm90, "TMA_STORE", True)
-    monkeypatch.setattr(sm90, "STMATRIX", stmatrix)
-    _check_knob_shapes(torch, d)
-    _check(torch, torch.bfloat16, 3, 777, 3000, 16, 4, d, False, (-1, -1), False, path="wgmma", seed=5)  # more tiles a CTA
+    knobs = _knobs(tma_store=True, stmatrix=stmatrix)
+    _check_knob_shapes(torch, d, knobs)
+    _check(torch, torch.bfloat16, 3, 777, 3000, 16, 4, d, False, (-1, -1), False, path="wgmma", seed=5, knobs=knobs)  # more tiles a CTA
 
 
-def test_wgmma_o_direct_compiles(tmp_path, monkeypatch):
+def test_wgmma_o_direct_compiles(tmp_path):
     """O_DIRECT: O leaves from registers, each quad's words transposed by 4 butterfly shuffles a
     run of 4 column groups (32 more shfl.sync.bfly a thread at D=128 than the build that stores
     O through shared memory) and written by 16-byte stores (8 a thread: its 64 values), no
@@ -827,14 +806,14 @@ def test_wgmma_o_direct_compiles(tmp_path, monkeypatch):
     import re
 
     sm90 = _fmha().fmha_sm90
-    monkeypatch.setattr(sm90, "TAIL_SPLIT", False)  # (one kernel's PTX)
+    knobs = _knobs(tail_split=False)  # (one kernel's PTX)
     for block_n, masked in [(128, False), (128, True), (160, False), (192, False)]:
         if block_n == 192:
-            config = sm90.config_for(128, False, False, False, True)  # (WIDE_KEY_TILES' build)
+            config = sm90.config_for(128, False, False, False, True, knobs)  # (wide_key_tiles' build)
             assert config.tile == (128, 192) and config.o_direct and not config.tma_store and config.q_stages == 1
         else:
-            monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, masked): (128, block_n)})
-            config = dataclasses.replace(sm90.config_for(128, False, masked), o_direct=True, tma_store=False)
+            tiled = dataclasses.replace(knobs, tiles={**knobs.tiles, (128, masked): (128, block_n)})
+            config = dataclasses.replace(sm90.config_for(128, False, masked, knobs=tiled), o_direct=True, tma_store=False)
         ptx = sm90._compile.__wrapped__("bfloat16", 128, False, masked, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config).__ptx__
         assert f"wgmma.mma_async.sync.aligned.m64n{block_n}k16.f32.bf16.bf16" in ptx
         assert len(re.findall(r"st\.global\.v4\.b32", ptx)) == 8
@@ -849,38 +828,37 @@ def test_wgmma_o_direct_compiles(tmp_path, monkeypatch):
         assert "cp.async.bulk.wait_group" not in ptx
         assert not re.search(r"bar\.sync\s+[12], 128;", ptx)  # (the epilogue's barriers: none)
         assert "ld.local" not in ptx and "st.local" not in ptx
-    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 128)})
-    assert not sm90.config_for(128, False, False, nvfp4_out=True).o_direct
+    assert not sm90.config_for(128, False, False, nvfp4_out=True, knobs=knobs).o_direct
 
 
-def test_wide_key_tiles_config(monkeypatch):
+def test_wide_key_tiles_config():
     """WIDE_KEY_TILES: the wider tile only for calls with at least WIDE_KEYS_MIN keys, only without a
     mask and not for the NVFP4 output; beside its 48 KB K/V stages it fits only with O from
     registers straight to global memory (Config.o_direct), which it alone takes; a tile that does
     not fit even so is refused with the bytes it needs."""
     sm90 = _fmha().fmha_sm90
-    monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {128: (128, 192)})
-    assert sm90.wide_keys(128, sm90.WIDE_KEYS_MIN) and not sm90.wide_keys(128, sm90.WIDE_KEYS_MIN - 1) and not sm90.wide_keys(64, 1 << 20)
-    wide = sm90.config_for(128, False, False, False, True)
+    knobs = _knobs(wide_key_tiles={128: (128, 192)})
+    config = functools.partial(sm90.config_for, knobs=knobs)
+    wide_min = knobs.wide_keys_min
+    assert sm90.wide_keys(128, wide_min, knobs) and not sm90.wide_keys(128, wide_min - 1, knobs) and not sm90.wide_keys(64, 1 << 20, knobs)
+    wide = config(128, False, False, False, True)
     assert wide.tile == (128, 192) and wide.o_direct and wide.q_stages == 1
-    assert sm90.config_for(128, False, False, False, False).tile == sm90.TILES[(128, False)]
-    assert sm90.config_for(128, False, True, False, True).tile == sm90.TILES[(128, True)]
-    assert sm90.config_for(128, False, False, True, True).tile != (128, 192)
-    assert sm90.config_for(128, False, False, False, True).o_direct and not sm90.config_for(128, False, False, False, False).o_direct
-    # WIDE_KEY_PINGPONG: the scheduler barrier in the wide build alone; None leaves PINGPONG's choice
-    monkeypatch.setattr(sm90, "PINGPONG", False)
-    monkeypatch.setattr(sm90, "WIDE_KEY_PINGPONG", True)
-    assert sm90.config_for(128, False, False, False, True).pingpong and not sm90.config_for(128, False, False, False, False).pingpong
-    assert not sm90.config_for(128, False, True, False, True).pingpong  # (a mask: no wide build)
-    monkeypatch.setattr(sm90, "WIDE_KEY_PINGPONG", None)
-    assert not sm90.config_for(128, False, False, False, True).pingpong
-    monkeypatch.setattr(sm90, "PINGPONG", True)
-    assert sm90.config_for(128, False, False, False, True).pingpong
-    monkeypatch.setattr(sm90, "WIDE_KEY_PINGPONG", False)
-    assert not sm90.config_for(128, False, False, False, True).pingpong and sm90.config_for(128, False, False, False, False).pingpong
-    monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {128: (128, 256)})
+    assert config(128, False, False, False, False).tile == knobs.tiles[(128, False)]
+    assert config(128, False, True, False, True).tile == knobs.tiles[(128, True)]
+    assert config(128, False, False, True, True).tile != (128, 192)
+    assert config(128, False, False, False, True).o_direct and not config(128, False, False, False, False).o_direct
+    # wide_key_pingpong: the scheduler barrier in the wide build alone; None leaves pingpong's choice
+    config = functools.partial(sm90.config_for, knobs=dataclasses.replace(knobs, pingpong=False, wide_key_pingpong=True))
+    assert config(128, False, False, False, True).pingpong and not config(128, False, False, False, False).pingpong
+    assert not config(128, False, True, False, True).pingpong  # (a mask: no wide build)
+    config = functools.partial(sm90.config_for, knobs=dataclasses.replace(knobs, pingpong=False, wide_key_pingpong=None))
+    assert not config(128, False, False, False, True).pingpong
+    config = functools.partial(sm90.config_for, knobs=dataclasses.replace(knobs, pingpong=True, wide_key_pingpong=None))
+    assert config(128, False, False, False, True).pingpong
+    config = functools.partial(sm90.config_for, knobs=dataclasses.replace(knobs, pingpong=True, wide_key_pingpong=False))
+    assert not config(128, False, False, False, True).pingpong and config(128, False, False, False, False).pingpong
     with pytest.raises(ValueError, match=r"tile \(128, 256\) at D=128 with 2 K/V stages needs 295936 bytes"):
-        sm90.config_for(128, False, False, False, True)
+        sm90.config_for(128, False, False, False, True, dataclasses.replace(knobs, wide_key_tiles={128: (128, 256)}))
 
 
 def test_nvfp4_output_is_fused_only_where_the_bf16_build_is_its_tile(monkeypatch):
@@ -901,7 +879,7 @@ def test_nvfp4_output_is_fused_only_where_the_bf16_build_is_its_tile(monkeypatch
     try:
         for d in (64, 128):
             for masked in (False, True):
-                for sk in (1024, sm90.WIDE_KEYS_MIN, 1 << 20):
+                for sk in (1024, DEFAULT_KNOBS.wide_keys_min, 1 << 20):
                     wide = sm90.wide_keys(d, sk)
                     bf16 = sm90.config_for(d, masked, masked, False, wide)
                     fp4 = sm90.config_for(d, masked, masked, True, wide)
@@ -932,23 +910,19 @@ def test_nvfp4_output_goes_through_the_bf16_call_where_that_call_computes_otherw
     monkeypatch.setattr(ops, "_arch", lambda device: "sm_90a")
     monkeypatch.setattr(sm90, "sm_count", lambda: 132)
 
-    def differs(b, s, h, d=128, right=-1, path="wgmma"):
+    def differs(b, s, h, d=128, right=-1, path="wgmma", knobs=_knobs(wide_key_tiles={})):  # (the wide tile: below)
         q = types.SimpleNamespace(dtype=torch.bfloat16, shape=(b, s, h, d), get_device=lambda: 0)
-        return ops._bf16_call_differs(q, b, s, s, h, h, False, -1, right, path, None, None)
+        return ops._bf16_call_differs(q, b, s, s, h, h, False, -1, right, path, None, None, knobs)
 
-    monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {})  # (the wide tile: below)
-    ops.clear_launch_cache()
+    ops.clear_launch_cache()  # (plans made before sm_count was stubbed)
     try:
         assert differs(1, 16384, 32)  # (the tail split cuts its last round's tiles)
         assert not differs(2, 8192, 16) and not differs(4, 4096, 16, d=64)
         assert not differs(1, 16384, 32, right=0)  # (causal: no tail split)
         assert not differs(1, 16384, 32, path="mma_sync")
-        monkeypatch.setattr(sm90, "TAIL_SPLIT", False)
-        ops.clear_launch_cache()
-        assert not differs(1, 16384, 32)
-        monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {128: (128, 192)})
-        ops.clear_launch_cache()
-        assert differs(2, 8192, 16) and not differs(2, 8191, 16) and not differs(2, 8192, 16, right=0)
+        assert not differs(1, 16384, 32, knobs=_knobs(wide_key_tiles={}, tail_split=False))
+        wide = _knobs(wide_key_tiles={128: (128, 192)}, tail_split=False)
+        assert differs(2, 8192, 16, knobs=wide) and not differs(2, 8191, 16, knobs=wide) and not differs(2, 8192, 16, right=0, knobs=wide)
     finally:
         ops.clear_launch_cache()
 
@@ -965,8 +939,8 @@ def _data_path_cases(torch) -> list:
     ]
 
 
-def _knob_keeps_the_bits(torch, monkeypatch, knob: str, case, d: int, seed: int, repeats: int, what: str):
-    """`repeats` wgmma calls with fmha_sm90.<knob> True give the out and LSE of one call with it
+def _knob_keeps_the_bits(torch, knob: str, case, d: int, seed: int, repeats: int, what: str):
+    """`repeats` wgmma calls with the knob `knob` True give the out and LSE of one call with it
     False (a knob that changes only how data moves, not the arithmetic)."""
     fmha = _fmha()
     b, sq, sk, hq, hkv, dtype, causal, window, with_sink = case
@@ -975,40 +949,36 @@ def _knob_keeps_the_bits(torch, monkeypatch, knob: str, case, d: int, seed: int,
     k, v = (torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(dtype) for _ in range(2))
     sink = torch.randn(hq, device="cuda", generator=g) if with_sink else None
     call = dict(causal=causal, window=window, sink=sink, return_lse=True, path="wgmma")
-    monkeypatch.setattr(fmha.fmha_sm90, knob, False)
-    want = fmha.attention(q, k, v, **call)
-    monkeypatch.setattr(fmha.fmha_sm90, knob, True)
-    for out, lse in [fmha.attention(q, k, v, **call) for _ in range(repeats)]:
+    want = fmha.attention_with_knobs(q, k, v, **call, knobs=_knobs(**{knob: False}))
+    for out, lse in [fmha.attention_with_knobs(q, k, v, **call, knobs=_knobs(**{knob: True})) for _ in range(repeats)]:
         assert torch.equal(out, want[0]) and torch.equal(lse, want[1]), f"{knob} differs at {(b, sq, sk, hq, hkv, causal, window)}, {what}"
 
 
 @pytest.mark.gpu
-def test_gpu_o_direct(monkeypatch):
+def test_gpu_o_direct():
     """O from registers straight to global memory (the wide-key build, Config.o_direct): the
     reference's values at 128 x 160, 176 and 192 (as WIDE_KEY_TILES), GQA, key and query tails,
     fp16, a sink, and through ops' choice by the call's keys."""
     torch = _cuda()
     _gpu_path(torch, "wgmma")
-    fmha = _fmha()
-    sm90 = fmha.fmha_sm90
-    monkeypatch.setattr(sm90, "PERSISTENT", True)
     for block_n in (160, 176, 192):
-        monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {128: (128, block_n)})
-        _check(torch, torch.bfloat16, 1, 1000, 8192, 16, 16, 128, path="wgmma", seed=3)
-        _check(torch, torch.float16, 1, 777, 9000, 4, 1, 128, False, (-1, -1), True, path="wgmma", seed=5)
-    # through ops' choice by the call's keys (WIDE_KEY_TILES): 8192 keys take 192, 8191 do not
-    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 128)})
-    monkeypatch.setattr(sm90, "WIDE_KEY_TILES", {128: (128, 192)})
-    for wide_pingpong in (False, True):  # (WIDE_KEY_PINGPONG: the wide build with the scheduler barrier)
-        monkeypatch.setattr(sm90, "WIDE_KEY_PINGPONG", wide_pingpong)
-        _check(torch, torch.bfloat16, 2, 1000, 8192, 8, 2, 128, path="wgmma", seed=6)
-        _check(torch, torch.float16, 1, 4000, 9000, 4, 1, 128, False, (-1, -1), True, path="wgmma", seed=8)  # (GQA, sink, key tail)
-        _check(torch, torch.bfloat16, 1, 300, 8191, 4, 4, 128, path="wgmma", seed=7)
+        knobs = _knobs(persistent=True, wide_key_tiles={128: (128, block_n)})
+        _check(torch, torch.bfloat16, 1, 1000, 8192, 16, 16, 128, path="wgmma", seed=3, knobs=knobs)
+        _check(torch, torch.float16, 1, 777, 9000, 4, 1, 128, False, (-1, -1), True, path="wgmma", seed=5, knobs=knobs)
+    # through ops' choice by the call's keys (wide_key_tiles): 8192 keys take 192, 8191 do not
+    for wide_pingpong in (False, True):  # (wide_key_pingpong: the wide build with the scheduler barrier)
+        knobs = _knobs(
+            persistent=True, tiles={**DEFAULT_KNOBS.tiles, (128, False): (128, 128)}, wide_key_tiles={128: (128, 192)},
+            wide_key_pingpong=wide_pingpong,
+        )  # fmt: skip
+        _check(torch, torch.bfloat16, 2, 1000, 8192, 8, 2, 128, path="wgmma", seed=6, knobs=knobs)
+        _check(torch, torch.float16, 1, 4000, 9000, 4, 1, 128, False, (-1, -1), True, path="wgmma", seed=8, knobs=knobs)  # (GQA, sink, key tail)
+        _check(torch, torch.bfloat16, 1, 300, 8191, 4, 4, 128, path="wgmma", seed=7, knobs=knobs)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("d", [64, 128])
-def test_gpu_unmasked_inf_guard_keeps_the_bits(d, monkeypatch):
+def test_gpu_unmasked_inf_guard_keeps_the_bits(d):
     """UNMASKED_INF_GUARD off (no -inf guard on the row maximum of a block no mask touches) gives
     the bits of the guarded softmax for finite inputs: persistent tiles, GQA, key and query tails,
     fp16, causal (its unmasked loop), a window with a sink (the per-block decision), and the long
@@ -1018,20 +988,19 @@ def test_gpu_unmasked_inf_guard_keeps_the_bits(d, monkeypatch):
     if d == 128:
         cases.append((1, 16384 + 128, 16384 + 128, 2, 2, torch.bfloat16, False, (-1, -1), False))
     for case in cases:
-        _knob_keeps_the_bits(torch, monkeypatch, "UNMASKED_INF_GUARD", case, d, case[1] + d, 1, "guard")
+        _knob_keeps_the_bits(torch, "unmasked_inf_guard", case, d, case[1] + d, 1, "guard")
 
 
-def test_wgmma_cluster_compiles(tmp_path, monkeypatch):
+def test_wgmma_cluster_compiles(tmp_path):
     """CLUSTER = 2 (K/V shared by two CTAs, FA3's ClusterM): the host function holds two kernels,
     the cluster build (K and V by multicast TMA, each CTA's consumers also releasing the other
     CTA's stages: remote mbarrier arrives) and the one-CTA build for launches whose query tiles
     a head are odd (no multicast, no remote arrive, the same body as CLUSTER = 1); with a
     diagonal the configuration keeps one CTA, and the dynamic order is refused."""
     sm90 = _fmha().fmha_sm90
-    monkeypatch.setattr(sm90, "CLUSTER", 2)
-    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 128)})
+    knobs = _knobs(cluster=2, tiles={**DEFAULT_KNOBS.tiles, (128, False): (128, 128)})
     for d in (64, 128):
-        config = sm90.config_for(d, False, False)
+        config = sm90.config_for(d, False, False, knobs=knobs)
         assert config.cluster == 2 and config.max_ctas % 2 == 0
         ptx = sm90._compile.__wrapped__("bfloat16", d, False, False, False, "sm_90a", f"--keep-ptx --dump-dir {tmp_path}", False, config).__ptx__
         kernels = re.split(r"\.visible \.entry ", ptx)[1:]
@@ -1041,19 +1010,17 @@ def test_wgmma_cluster_compiles(tmp_path, monkeypatch):
         assert sorted(multicast)[0] == 0 and sorted(multicast)[1] > 0, multicast
         assert sorted(remote)[0] == 0 and sorted(remote)[1] > 0, remote
         assert multicast.index(0) == remote.index(0)  # the one-CTA build has neither
-    assert sm90.config_for(128, False, True).cluster == 1 and sm90.config_for(64, True, False).cluster == 1
-    monkeypatch.setattr(sm90, "ORDER", "dynamic")
-    with pytest.raises(ValueError, match="static ORDER"):
-        sm90.config_for(128, False, False)
-    monkeypatch.setattr(sm90, "CLUSTER", 4)  # not a size it builds: refused, with a diagonal too
-    for masked in (False, True):
-        with pytest.raises(ValueError, match="CLUSTER must be 1 or 2"):
-            sm90.config_for(128, False, masked)
+    assert sm90.config_for(128, False, True, knobs=knobs).cluster == 1 and sm90.config_for(64, True, False, knobs=knobs).cluster == 1
+    with pytest.raises(ValueError, match="static order"):
+        sm90.config_for(128, False, False, knobs=dataclasses.replace(knobs, order="dynamic"))
+    for masked in (False, True):  # not a size it builds: refused, with a diagonal too
+        with pytest.raises(ValueError, match="cluster must be 1 or 2"):
+            sm90.config_for(128, False, masked, knobs=dataclasses.replace(knobs, order="dynamic", cluster=4))
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("d", [64, 128])
-def test_gpu_wgmma_cluster(d, monkeypatch):
+def test_gpu_wgmma_cluster(d):
     """CLUSTER = 2: the reference's values and the same bits as CLUSTER = 1 (the arithmetic is
     the same; only who loads K/V changes), on a grid of fewer tiles than SMs, on more tiles than
     SMs (persistent pairs walking several tile pairs, the K/V ring shared across tiles), with
@@ -1062,35 +1029,31 @@ def test_gpu_wgmma_cluster(d, monkeypatch):
     torch = _cuda()
     _gpu_path(torch, "wgmma")
     fmha = _fmha()
-    sm90 = fmha.fmha_sm90
-    monkeypatch.setattr(sm90, "TILES", {**sm90.TILES, (128, False): (128, 128)})
+    tiled = _knobs(tiles={**DEFAULT_KNOBS.tiles, (128, False): (128, 128)})
     shapes = [  # (b, sq, sk, hq, hkv, dtype): query tiles a head even, even, odd
         (2, 1024, 1024, 4, 2, torch.bfloat16),
         (3, 2048, 3000, 16, 4, torch.float16),
         (1, 777, 3000, 4, 1, torch.bfloat16),
     ]
     for persistent in (True, False):
-        monkeypatch.setattr(sm90, "PERSISTENT", persistent)
+        knobs = dataclasses.replace(tiled, persistent=persistent)
         for b, sq, sk, hq, hkv, dtype in shapes:
             g = torch.Generator(device="cuda").manual_seed(sq)
             q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(dtype)
             k, v = (torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(dtype) for _ in range(2))
-            monkeypatch.setattr(sm90, "CLUSTER", 1)
-            want = fmha.attention(q, k, v, return_lse=True, path="wgmma")
-            monkeypatch.setattr(sm90, "CLUSTER", 2)
-            outs = [fmha.attention(q, k, v, return_lse=True, path="wgmma") for _ in range(2)]
+            want = fmha.attention_with_knobs(q, k, v, return_lse=True, path="wgmma", knobs=dataclasses.replace(knobs, cluster=1))
+            outs = [fmha.attention_with_knobs(q, k, v, return_lse=True, path="wgmma", knobs=dataclasses.replace(knobs, cluster=2)) for _ in range(2)]
             for out, lse in outs:
                 assert torch.equal(out, want[0]) and torch.equal(lse, want[1]), f"CLUSTER 2 differs from 1 at {(b, sq, sk, hq, hkv)}"
-    monkeypatch.setattr(sm90, "PERSISTENT", True)
-    _check(torch, torch.bfloat16, 2, 1024, 1100, 8, 2, d, path="wgmma", seed=9)
+    knobs = dataclasses.replace(tiled, persistent=True, cluster=2)
+    _check(torch, torch.bfloat16, 2, 1024, 1100, 8, 2, d, path="wgmma", seed=9, knobs=knobs)
     # the NVFP4 epilogue on the cluster build: the same codes and scales
     g = torch.Generator(device="cuda").manual_seed(4)
     q, k, v = (torch.randn(2, 2048, 4, d, device="cuda", generator=g).to(torch.bfloat16) for _ in range(3))
     scale = torch.ones(1, device="cuda")
     fused = {}
     for cluster in (1, 2):
-        monkeypatch.setattr(sm90, "CLUSTER", cluster)
-        fused[cluster] = fmha.attention(q, k, v, path="wgmma", out_format="nvfp4", global_scale=scale)
+        fused[cluster] = fmha.attention_with_knobs(q, k, v, path="wgmma", out_format="nvfp4", global_scale=scale, knobs=dataclasses.replace(knobs, cluster=cluster))
     assert all(torch.equal(a, b) for a, b in zip(fused[1], fused[2])), "CLUSTER 2 changes the NVFP4 output"
 
 # --- exp2 on the FMA units (FA4's MUFU relief): accuracy of the formula, compiles, GPU ----------------
@@ -1223,31 +1186,26 @@ def test_compiles_nvfp4_out(arch, path, i):
         ((1, 1000, 8192, 8, 8), True),  # WIDE_KEY_TILES' 128 x 192, which the NVFP4 build does not take
     ],
 )
-def test_gpu_nvfp4_out_is_quantize_where_the_bf16_call_computes_otherwise(monkeypatch, shape, wide):
+def test_gpu_nvfp4_out_is_quantize_where_the_bf16_call_computes_otherwise(shape, wide):
     """Where the bf16 call takes arithmetic the fused NVFP4 build has not (the tail split's
     pieces, a split-KV plan, another tile), the NVFP4 output is still quantize() of its bits
     (session 18: 583 codes differed at 1x32x16384x128 with the tail split)."""
     torch = _cuda()
     _gpu_path(torch, "wgmma")
-    from kernels import nvfp4, ops
+    from kernels import nvfp4
 
     fmha = _fmha()
-    if wide:
-        monkeypatch.setattr(fmha.fmha_sm90, "WIDE_KEY_TILES", {128: (128, 192)})
-    ops.clear_launch_cache()
-    try:
-        b, sq, sk, hq, hkv = shape
-        gen = torch.Generator(device="cuda").manual_seed(sk + sq)
-        q = torch.randn(b, sq, hq, 128, generator=gen, device="cuda").to(torch.bfloat16)
-        k, v = (torch.randn(b, sk, hkv, 128, generator=gen, device="cuda").to(torch.bfloat16) for _ in range(2))
-        out, lse = fmha.attention(q, k, v, return_lse=True)
-        (codes, scales, g), lse4 = fmha.attention(q, k, v, out_format="nvfp4", return_lse=True)
-        want_codes, want_scales, _ = nvfp4.quantize(out.reshape(-1, 128), g)
-        assert torch.equal(codes.reshape(-1, 64), want_codes), int((codes.reshape(-1, 64) != want_codes).sum())
-        assert torch.equal(scales.view(torch.uint8).reshape(-1, 8), want_scales.view(torch.uint8))
-        assert torch.equal(lse4, lse)
-    finally:
-        ops.clear_launch_cache()
+    knobs = _knobs(wide_key_tiles={128: (128, 192)}) if wide else DEFAULT_KNOBS
+    b, sq, sk, hq, hkv = shape
+    gen = torch.Generator(device="cuda").manual_seed(sk + sq)
+    q = torch.randn(b, sq, hq, 128, generator=gen, device="cuda").to(torch.bfloat16)
+    k, v = (torch.randn(b, sk, hkv, 128, generator=gen, device="cuda").to(torch.bfloat16) for _ in range(2))
+    out, lse = fmha.attention_with_knobs(q, k, v, return_lse=True, knobs=knobs)
+    (codes, scales, g), lse4 = fmha.attention_with_knobs(q, k, v, out_format="nvfp4", return_lse=True, knobs=knobs)
+    want_codes, want_scales, _ = nvfp4.quantize(out.reshape(-1, 128), g)
+    assert torch.equal(codes.reshape(-1, 64), want_codes), int((codes.reshape(-1, 64) != want_codes).sum())
+    assert torch.equal(scales.view(torch.uint8).reshape(-1, 8), want_scales.view(torch.uint8))
+    assert torch.equal(lse4, lse)
 
 
 @pytest.mark.gpu

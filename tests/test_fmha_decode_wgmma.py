@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 
 import pytest
+
+from kernels.fmha_sm90_knobs import DEFAULT_KNOBS
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -43,20 +46,21 @@ def test_compiles_packed_split(i, tmp_path):
     assert "st.local" not in ptx and "ld.local" not in ptx
 
 
-def test_packed_split_mask_loops_without_a_diagonal(tmp_path, monkeypatch):
-    """SPLIT_MASK_LOOPS: without a diagonal the packed split kernel's key loop is compiled without
-    the element mask (a new build: fewer instructions, no local memory); with one, MASK_LOOPS decides."""
+def test_packed_split_mask_loops_without_a_diagonal(tmp_path):
+    """split_mask_loops: without a diagonal the packed split kernel's key loop is compiled without
+    the element mask (a new build: fewer instructions, no local memory); with one, mask_loops decides."""
     sm90 = _sm90()
     options = f"--keep-ptx --dump-dir {tmp_path}"
-    monkeypatch.setattr(sm90, "SPLIT_MASK_LOOPS", False)
-    per_block = sm90.compile_packed_split("bfloat16", 128, 8, False, False, False, "sm_90a", options).__ptx__
-    monkeypatch.setattr(sm90, "SPLIT_MASK_LOOPS", True)
-    unmasked = sm90.compile_packed_split("bfloat16", 128, 8, False, False, False, "sm_90a", options).__ptx__
+    per_block = sm90.compile_packed_split(
+        "bfloat16", 128, 8, False, False, False, "sm_90a", options, knobs=dataclasses.replace(DEFAULT_KNOBS, split_mask_loops=False)
+    ).__ptx__  # fmt: skip
+    on = dataclasses.replace(DEFAULT_KNOBS, split_mask_loops=True)
+    unmasked = sm90.compile_packed_split("bfloat16", 128, 8, False, False, False, "sm_90a", options, knobs=on).__ptx__
     assert "st.local" not in unmasked and "ld.local" not in unmasked
     # the runtime mask test's second softmax is gone: a third fewer exp2s in the PTX
     assert unmasked.count("ex2.approx") < per_block.count("ex2.approx")
-    assert sm90.mask_loops(128, False, packed=True) and not sm90.mask_loops(128, False, wide=True)
-    assert sm90.mask_loops(128, True, packed=True) == sm90.mask_loops(128, True)
+    assert sm90.mask_loops(128, False, packed=True, knobs=on) and not sm90.mask_loops(128, False, wide=True, knobs=on)
+    assert sm90.mask_loops(128, True, packed=True, knobs=on) == sm90.mask_loops(128, True, knobs=on)
 
 
 def test_compiles_packed_split_combine_pdl(tmp_path, monkeypatch):
@@ -84,11 +88,11 @@ def test_compiles_packed_split_combine_pdl(tmp_path, monkeypatch):
     monkeypatch.setattr(fmha_decode, "COMBINE_PDL", False)
     asked = sm90.compile_packed_split("bfloat16", 128, 8, False, False, False, "sm_90a", options, True).__ptx__
     assert split_entry(asked) == late
-    assert [sm90.split_combine_pdl(n) for n in (1, 2, 3, 16)] == [n <= sm90.SPLIT_COMBINE_PDL_MAX for n in (1, 2, 3, 16)]
-    monkeypatch.setattr(sm90, "SPLIT_COMBINE_PDL_MAX", 0)
-    assert not any(sm90.split_combine_pdl(n) for n in (1, 2, 16))
-    monkeypatch.setattr(fmha_decode, "COMBINE_PDL", True)
-    assert all(sm90.split_combine_pdl(n) for n in (1, 2, 16))
+    assert [sm90.split_combine_pdl(n) for n in (1, 2, 3, 16)] == [n <= DEFAULT_KNOBS.split_combine_pdl_max for n in (1, 2, 3, 16)]
+    never = dataclasses.replace(DEFAULT_KNOBS, split_combine_pdl_max=0)
+    assert not any(sm90.split_combine_pdl(n, never) for n in (1, 2, 16))
+    monkeypatch.setattr(fmha_decode, "COMBINE_PDL", True)  # (fmha_decode's knob: its module's still)
+    assert all(sm90.split_combine_pdl(n, never) for n in (1, 2, 16))
     monkeypatch.setattr(fmha_decode, "PDL_TRIGGER", "end")
     with pytest.raises(ValueError, match="PDL_TRIGGER must be one of"):
         sm90.compile_packed_split("bfloat16", 128, 8, False, False, False, "sm_90a", options)
@@ -218,10 +222,10 @@ def test_gpu_decode_wgmma_combine_pdl(trigger, monkeypatch):
         g = torch.Generator(device="cuda").manual_seed(sk)
         q = torch.randn(b, sq, hq, 128, device="cuda", generator=g).to(torch.bfloat16)
         k, v = (torch.randn(b, sk, hkv, 128, device="cuda", generator=g).to(torch.bfloat16) for _ in range(2))
-        monkeypatch.setattr(fmha_decode, "COMBINE_PDL", False)
-        monkeypatch.setattr(fmha_sm90, "SPLIT_COMBINE_PDL_MAX", 0)  # (every split count a plain launch)
+        monkeypatch.setattr(fmha_decode, "COMBINE_PDL", False)  # (fmha_decode's knob: its module's still)
         ops.clear_launch_cache()
-        want = fmha.attention(q, k, v, causal=causal, return_lse=True, path="decode_wgmma")
+        plain = dataclasses.replace(DEFAULT_KNOBS, split_combine_pdl_max=0)  # (every split count a plain launch)
+        want = fmha.attention_with_knobs(q, k, v, causal=causal, return_lse=True, path="decode_wgmma", knobs=plain)
         monkeypatch.undo()
         ops.clear_launch_cache()
         by_default = fmha.attention(q, k, v, causal=causal, return_lse=True)
@@ -251,10 +255,10 @@ def test_gpu_split_mask_loops_keeps_the_bits(d, monkeypatch):
         for splits in (1, 3, 16):
             monkeypatch.setattr(fmha_sm90, "choose_splits", lambda *a, splits=splits, **kw: splits)
             got = {}
+            ops.clear_launch_cache()  # (choose_splits stubbed: its plans are stale)
             for flag in (False, True):
-                monkeypatch.setattr(fmha_sm90, "SPLIT_MASK_LOOPS", flag)
-                ops.clear_launch_cache()
-                got[flag] = fmha.attention(q, k, v, return_lse=True, path="decode_wgmma")
+                knobs = dataclasses.replace(DEFAULT_KNOBS, split_mask_loops=flag)
+                got[flag] = fmha.attention_with_knobs(q, k, v, return_lse=True, path="decode_wgmma", knobs=knobs)
             assert torch.equal(got[False][0], got[True][0]) and torch.equal(got[False][1], got[True][1]), (b, sq, sk, hq, hkv, splits)
     ops.clear_launch_cache()
     _check(torch, torch.bfloat16, 2, 16, 4096 + 5, 32, 4, d, False, (-1, -1), False, path="decode_wgmma")

@@ -11,9 +11,12 @@ the sequence, at global scales that saturate or zero every block scale, and with
 from __future__ import annotations
 
 import collections
+import dataclasses
 import re
 
 import pytest
+
+from kernels.fmha_sm90_knobs import DEFAULT_KNOBS
 
 ACCESS = re.compile(r"\b((?:ld|st)\.(?:shared|global)(?:\.v\d)?\.[busf]\d+)\b")
 
@@ -24,12 +27,14 @@ def _accesses(ptx: str) -> collections.Counter:
 
 @pytest.mark.parametrize("path, rows, threads", [("wgmma", 64, 128), ("mma_sync", 128, 128)])
 @pytest.mark.parametrize("head_dim", [64, 128])
-def test_epilogue_accesses_are_vectorized(tmp_path, path, rows, threads, head_dim, monkeypatch):
-    from kernels import fmha, fmha_sm90
+def test_epilogue_accesses_are_vectorized(tmp_path, path, rows, threads, head_dim):
+    from kernels import fmha
 
-    monkeypatch.setattr(fmha_sm90, "NVFP4_OFFLOAD", False)  # the consumers' epilogue (test_offloaded_epilogue_accesses: the other)
-
-    fn = fmha.compile_attention("bfloat16", head_dim, True, (-1, -1), False, "sm_90a", path=path, options=f"--keep-ptx --dump-dir {tmp_path}", out_format="nvfp4")
+    knobs = dataclasses.replace(DEFAULT_KNOBS, nvfp4_offload=False)  # the consumers' epilogue (test_offloaded_epilogue_accesses: the other)
+    fn = fmha.compile_attention(
+        "bfloat16", head_dim, True, (-1, -1), False, "sm_90a", path=path, options=f"--keep-ptx --dump-dir {tmp_path}", out_format="nvfp4",
+        knobs=knobs,
+    )  # fmt: skip
     fused = _accesses(fn.__ptx__)
     # no element-wise shared-memory reads of the 16-bit O tile
     assert not [a for a in fused if a.startswith("ld.shared.") and a.endswith(("16", "b8", "u8"))], fused
@@ -63,14 +68,14 @@ def _cuda():
     ],
 )
 @pytest.mark.parametrize("offload", [False, True])
-def test_gpu_epilogue_bytes_at_tails_extreme_scales_and_nan(path, dtype, d, causal, shape, offload, monkeypatch):
+def test_gpu_epilogue_bytes_at_tails_extreme_scales_and_nan(path, dtype, d, causal, shape, offload):
     torch = _cuda()
     from kernels import fmha, fmha_sm90, nvfp4
     from kernels.torch_device import arch_of
 
     if offload and path != "wgmma":
         pytest.skip("NVFP4_OFFLOAD is the wgmma kernel's")
-    monkeypatch.setattr(fmha_sm90, "NVFP4_OFFLOAD", offload)
+    knobs = dataclasses.replace(DEFAULT_KNOBS, nvfp4_offload=offload)
 
     if path == "wgmma" and arch_of(torch.device("cuda")) not in fmha_sm90.ARCHS:
         pytest.skip("the wgmma path needs sm_90a")
@@ -83,18 +88,18 @@ def test_gpu_epilogue_bytes_at_tails_extreme_scales_and_nan(path, dtype, d, caus
     v_nan = v.clone()
     v_nan[0, sk // 2, 0, 5] = float("nan")  # O's column 5 of head 0 is NaN wherever key sk/2 is seen
     for values in (v, v_nan):
-        out = fmha.attention(q, k, values, causal=causal, path=path)
+        out = fmha.attention_with_knobs(q, k, values, causal=causal, path=path, knobs=knobs)
         # 448*6/amax, then scales that make every E4M3 block scale 448 (saturated) or 0, and ones
         # whose reciprocal leaves the normal range
         for g in (nvfp4.compute_global_scale(out), 1e-30, 1e30, 3e38, 0.37):
-            codes, scales, g_used = fmha.attention(q, k, values, causal=causal, path=path, out_format="nvfp4", global_scale=g)
+            codes, scales, g_used = fmha.attention_with_knobs(q, k, values, causal=causal, path=path, out_format="nvfp4", global_scale=g, knobs=knobs)
             want_codes, want_scales, _ = nvfp4.quantize(out.reshape(-1, d), g_used)
             assert torch.equal(codes.reshape(-1, d // 2), want_codes), (values is v_nan, g)
             assert torch.equal(scales.view(torch.uint8).reshape(-1, d // 16), want_scales.view(torch.uint8)), (values is v_nan, g)
 
 
 @pytest.mark.parametrize("head_dim", [64, 128])
-def test_offloaded_epilogue_accesses(tmp_path, head_dim, monkeypatch):
+def test_offloaded_epilogue_accesses(tmp_path, head_dim):
     """NVFP4_OFFLOAD: the quantizing warps of the producer warpgroup read one row of 64 a thread,
     a block (two 16-byte loads) at a time, and store each pair of blocks as before (that code
     once for each consumer warpgroup's rows); nothing else in the kernel stores codes or scales,
@@ -102,10 +107,13 @@ def test_offloaded_epilogue_accesses(tmp_path, head_dim, monkeypatch):
     CTA is launched with (more, and the consumers' setmaxnreg.inc would wait forever)."""
     from kernels import fmha, fmha_sm90
 
-    monkeypatch.setattr(fmha_sm90, "NVFP4_OFFLOAD", True)
-    fn = fmha.compile_attention("bfloat16", head_dim, True, (-1, -1), False, "sm_90a", path="wgmma", options=f"--keep-ptx --dump-dir {tmp_path}", out_format="nvfp4")
+    knobs = dataclasses.replace(DEFAULT_KNOBS, nvfp4_offload=True)
+    fn = fmha.compile_attention(
+        "bfloat16", head_dim, True, (-1, -1), False, "sm_90a", path="wgmma", options=f"--keep-ptx --dump-dir {tmp_path}", out_format="nvfp4",
+        knobs=knobs,
+    )  # fmt: skip
     fused = _accesses(fn.__ptx__)
-    wgs = fmha_sm90.config_for(head_dim, False, True).block_m // 64  # the quantizing code, once for each consumer warpgroup's rows
+    wgs = fmha_sm90.config_for(head_dim, False, True, knobs=knobs).block_m // 64  # the quantizing code, once for each consumer warpgroup's rows
     assert fused["ld.shared.v4.b32"] == wgs * head_dim * 2 // 16, fused
     assert fused["st.global.v4.b32"] == wgs * head_dim // 32 and fused["st.global.v2.b8"] == wgs * head_dim // 32, fused
     (producer,) = map(int, re.findall(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+(\d+);", fn.__ptx__))
@@ -117,7 +125,7 @@ def test_offloaded_epilogue_accesses(tmp_path, head_dim, monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("d, causal, window, sink", [(128, False, (-1, -1), False), (128, True, (-1, -1), False), (64, True, (-1, -1), False), (64, False, (300, 40), True)])
 @pytest.mark.parametrize("persistent", [True, False])
-def test_gpu_offloaded_epilogue_many_tiles(d, causal, window, sink, persistent, monkeypatch):
+def test_gpu_offloaded_epilogue_many_tiles(d, causal, window, sink, persistent):
     """NVFP4_OFFLOAD over many tiles a CTA (the hand-over's phases turning tile after tile, in the
     static and the dynamic orders), with GQA, Sq = 900 (the last tile's second warpgroup has no
     valid row at 128-row tiles, some at 192), a window with a sink, one CTA per tile: the bytes
@@ -128,16 +136,15 @@ def test_gpu_offloaded_epilogue_many_tiles(d, causal, window, sink, persistent, 
 
     if arch_of(torch.device("cuda")) not in fmha_sm90.ARCHS:
         pytest.skip("the wgmma path needs sm_90a")
-    monkeypatch.setattr(fmha_sm90, "NVFP4_OFFLOAD", True)
-    monkeypatch.setattr(fmha_sm90, "PERSISTENT", persistent)
+    knobs = dataclasses.replace(DEFAULT_KNOBS, nvfp4_offload=True, persistent=persistent)
     gen = torch.Generator(device="cuda").manual_seed(d)
     q = torch.randn(3, 900, 16, d, generator=gen, device="cuda").to(torch.bfloat16)
     k, v = (torch.randn(3, 1300, 4, d, generator=gen, device="cuda").to(torch.bfloat16) for _ in range(2))
     s = torch.randn(16, generator=gen, device="cuda") if sink else None
-    out = fmha.attention(q, k, v, causal=causal, window=window, sink=s, path="wgmma")
+    out = fmha.attention_with_knobs(q, k, v, causal=causal, window=window, sink=s, path="wgmma", knobs=knobs)
     g = nvfp4.compute_global_scale(out)
     want_codes, want_scales, _ = nvfp4.quantize(out.reshape(-1, d), g)
     for _ in range(2):
-        codes, scales, _ = fmha.attention(q, k, v, causal=causal, window=window, sink=s, path="wgmma", out_format="nvfp4", global_scale=g)
+        codes, scales, _ = fmha.attention_with_knobs(q, k, v, causal=causal, window=window, sink=s, path="wgmma", out_format="nvfp4", global_scale=g, knobs=knobs)
         assert torch.equal(codes.reshape(-1, d // 2), want_codes)
         assert torch.equal(scales.view(torch.uint8).reshape(-1, d // 16), want_scales.view(torch.uint8))

@@ -27,7 +27,7 @@ KERNEL_FLOORS = [
     {"fmha_sm90_split"},  # the packed split-KV kernel
     {"fmha_sm90_kernel"},  # the producer/consumer kernel
     {"fmha_sm90_schedule", "fmha_sm90_softmax", "fmha_sm90_epilogue"},  # its mixins
-    {"fmha_sm90_parts", "fmha_sm90_config"},  # their shared pieces, the configuration value
+    {"fmha_sm90_parts", "fmha_sm90_config", "fmha_sm90_knobs"},  # their shared pieces, the configuration value, the knobs
     {"fmha_decode"},
     {"fmha_sm80", "nvfp4_kernels"},
     {"attention_parts", "exp2"},
