@@ -517,10 +517,10 @@ FLAG = 4095  # dst's last element: the leader CTA's "I passed cluster_wait" flag
 
 @dsl_user_op
 def _load_volatile(address, *, loc=None, ip=None) -> Int32:
-    """ld.volatile.global.u32: a load the compiler neither hoists out of a spin loop nor caches."""
+    """ld.volatile.u32 (generic address): a load the compiler neither hoists out of a spin loop nor caches."""
     return Int32(
         llvm.inline_asm(
-            T.i32(), [cutlass.Int64(address).ir_value(loc=loc, ip=ip)], "ld.volatile.global.u32 $0, [$1];", "=r,l",
+            T.i32(), [cutlass.Int64(address).ir_value(loc=loc, ip=ip)], "ld.volatile.u32 $0, [$1];", "=r,l",
             has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip,
         )
     )  # fmt: skip
@@ -530,7 +530,7 @@ def _load_volatile(address, *, loc=None, ip=None) -> Int32:
 def _store_volatile(address, value: Int32, *, loc=None, ip=None) -> None:
     llvm.inline_asm(
         None, [cutlass.Int64(address).ir_value(loc=loc, ip=ip), Int32(value).ir_value(loc=loc, ip=ip)],
-        "st.volatile.global.u32 [$0], $1;", "l,r",
+        "st.volatile.u32 [$0], $1;", "l,r",
         has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip,
     )  # fmt: skip
 
