@@ -119,6 +119,12 @@ def run_builders(builders: list[tuple[str, object]], arch: str, in_hook: bool = 
         total = time.perf_counter() - start
         printing = sum(seconds for _, _, seconds in recorder.texts)
         traced = list(recorder.hooked) + [check_text(fn, text) for fn, text, _ in recorder.texts]
+        keep = os.environ.get("SWEEP_KEEP_IR")
+        if keep:  # the modules as checked, for `--recheck` (the check again without compiling)
+            os.makedirs(keep, exist_ok=True)
+            for i, (fn, text, _) in enumerate(recorder.texts):
+                with open(os.path.join(keep, f"{arch}__{name}__{i}.mlir"), "w", encoding="utf-8") as f:
+                    f.write(text)
         analysis = sum(r["analysis_s"] for r in traced)
         compile_s = total - printing - (analysis if in_hook else 0.0)
         results.append({
@@ -302,12 +308,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=os.path.join(HERE, "check_collectives_sweep.json"))
     parser.add_argument("--scratch", default="/tmp/check_collectives_sweep")
     parser.add_argument("--parsed", action="store_true", help="check each module printed and parsed back, after the compile")
+    parser.add_argument("--keep-ir", default="", help="write every traced module (generic form, locations) under DIR/FAMILY (implies --parsed)")
+    parser.add_argument("--recheck", default="", help="no compile: run the check again on the modules --keep-ir wrote under DIR")
     parser.add_argument("--worker", nargs=3, metavar=("FAMILY", "ARCH", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         return worker(*args.worker)
+    if args.recheck:
+        return recheck(args.recheck, args.json)
     os.makedirs(args.scratch, exist_ok=True)
-    if args.parsed:
+    if args.parsed or args.keep_ir:
         os.environ["SWEEP_PARSED"] = "1"
     everything = []
     for family in args.families.split(","):
@@ -318,7 +328,10 @@ def main(argv: list[str] | None = None) -> int:
             out = os.path.join(args.scratch, f"{family}_{arch}.json")
             command = [sys.executable, os.path.abspath(__file__), "--worker", family, arch, out]
             print(f"== {family} {arch}", flush=True)
-            code = subprocess.run(command, env=_env(family, arch, args), timeout=3600).returncode
+            env = _env(family, arch, args)
+            if args.keep_ir:
+                env["SWEEP_KEEP_IR"] = os.path.join(os.path.abspath(args.keep_ir), family)
+            code = subprocess.run(command, env=env, timeout=3600).returncode
             if code != 0 or not os.path.exists(out):
                 everything.append({"kernel": f"{family} worker", "arch": arch, "compile_error": f"worker exited {code}", "traces": []})
                 continue
@@ -328,6 +341,31 @@ def main(argv: list[str] | None = None) -> int:
                     everything.append(record)
     with open(args.json, "w", encoding="utf-8") as f:
         json.dump(everything, f, indent=1)
+    print(table(everything))
+    return 0
+
+
+def recheck(directory: str, out: str) -> int:
+    """The check again on the modules a `--keep-ir` run wrote (DIR/FAMILY/ARCH__KERNEL__I.mlir):
+    no compile, so a change to the analysis is swept in minutes. Prints the table (compile
+    time 0) and every finding; writes the records to `out` unless it is the sweep's own json."""
+    sys.path[:0] = [ROOT]
+    records: dict = {}
+    for family in sorted(os.listdir(directory)):
+        for name in sorted(os.listdir(os.path.join(directory, family))):
+            arch, rest = name[: -len(".mlir")].split("__", 1)
+            kernel = rest.rsplit("__", 1)[0]
+            with open(os.path.join(directory, family, name), encoding="utf-8") as f:
+                result = check_text(kernel, f.read())
+            record = records.setdefault((family, arch, kernel), {"kernel": kernel, "arch": arch, "family": family, "traces": [], "analysis_s": 0.0})
+            record["traces"].append(result)
+            record["analysis_s"] += result["analysis_s"]
+            for d in result["errors"] + result["warnings"]:
+                print(f"{family} {arch} {kernel}: {d}")
+    everything = list(records.values())
+    if os.path.abspath(out) != os.path.abspath(os.path.join(HERE, "check_collectives_sweep.json")):
+        with open(out, "w", encoding="utf-8") as f:
+            json.dump(everything, f, indent=1)
     print(table(everything))
     return 0
 

@@ -20,7 +20,15 @@ Without a GPU (or without compute-sanitizer) it says so and exits 2, running not
 
 The worker (`--run CASE`) compiles the case for sm_90a (no check: the bug must reach the
 GPU), launches it once on a 4096-float tensor with the `n` below, synchronizes, and
-prints `RAN <case>`.
+prints `RAN <case>` (a cluster case first prints the cluster ranks its CTAs wrote:
+`CLUSTER RANKS [0, 1]` is a launch that formed 2-CTA clusters).
+
+Issue 37's second round: `cluster_arrive_by_leader_cta` ran clean on the H200 because the
+CTA that skipped the arrive went on through its own cluster_wait and exited, and exit
+releases a cluster barrier its threads hold up (PTX ISA, exit); the kernel now keeps that
+CTA alive until the leader passes its wait (as a real kernel's CTAs stay alive), and
+`cluster_arrive_by_every_cta_leader_flag` is the same kernel with every CTA arriving (it
+must run clean: the flag alone does not hang).
 """
 
 from __future__ import annotations
@@ -70,6 +78,11 @@ def run_case(name: str) -> int:
     print(f"LAUNCH {name}", flush=True)
     compiled(from_dlpack(dst), Int32(RUNTIME_N.get(name, DEFAULT_N)))
     torch.cuda.synchronize()
+    if case.cluster > 1:
+        # each cluster case writes its CTA's rank in the cluster to dst[bidx * block + tidx]:
+        # ranks 0..cluster-1 say the launch formed clusters (all 0: it did not)
+        ranks = sorted({int(v) for v in dst[: case.grid * case.block].tolist()})
+        print(f"CLUSTER RANKS {ranks} (cluster of {case.cluster}, grid {case.grid})", flush=True)
     print(f"RAN {name}", flush=True)
     return 0
 

@@ -334,17 +334,49 @@ def _named_barrier_two_sites_short(dst: cute.Tensor, n: Int32):
     dst[tidx + 128] = Float32(warp_idx)
 
 
-@correct("named_barrier_two_sites_full", "sm_90a", "barrier(1, 128) at two sites, warps 0-1 at one, warps 2-3 at the other: 128 threads")
+@planted("named_barrier_two_sites_full", "sm_90a", "nvvm.barrier", "barrier(1, 128) at two sites, warps 0-1 at one, warps 2-3 at the other: 128 threads, but one phase at two bar.sync instructions (.aligned: synccheck's \"Divergent thread(s) in block\" on the H200)")
 @cute.kernel
 def _named_barrier_two_sites_full(dst: cute.Tensor, n: Int32):
     tidx, _, _ = cute.arch.thread_idx()
     warp_idx = cute.arch.warp_idx()
     dst[tidx] = Float32(tidx)
-    if warp_idx < 2:
-        cute.arch.barrier(barrier_id=1, number_of_threads=128)
+    if warp_idx < 2:  # <- diverges
+        cute.arch.barrier(barrier_id=1, number_of_threads=128)  # <- collective
     else:
         cute.arch.barrier(barrier_id=1, number_of_threads=128)
     dst[tidx + 128] = Float32(warp_idx)
+
+
+@cute.jit
+def _sync_pair():
+    """barrier(1, 64) in a helper: every call site traces one more bar.sync at this line."""
+    cute.arch.barrier(barrier_id=1, number_of_threads=64)
+
+
+@correct("named_barrier_helper_twice_in_turn", "sm_90a", "warps 0-1 call a barrier(1, 64) helper twice, one call after the other: one source line, two bar.sync instructions, each phase at one of them")
+@cute.kernel
+def _named_barrier_helper_twice_in_turn(dst: cute.Tensor, n: Int32):
+    tidx, _, _ = cute.arch.thread_idx()
+    warp_idx = cute.arch.warp_idx()
+    if warp_idx < 2:
+        dst[tidx] = Float32(tidx)
+        _sync_pair()
+        dst[tidx + 128] = dst[63 - tidx]
+        _sync_pair()
+        dst[tidx] = dst[tidx + 128] + Float32(1.0)
+
+
+@correct("named_barrier_in_loop_and_after", "sm_90a", "warps 0-1 sync on barrier(1, 64) in every iteration of an n-trip loop and once after it: the same threads, phase after phase")
+@cute.kernel
+def _named_barrier_in_loop_and_after(dst: cute.Tensor, n: Int32):
+    tidx, _, _ = cute.arch.thread_idx()
+    warp_idx = cute.arch.warp_idx()
+    if warp_idx < 2:
+        for i in cutlass.range(n):
+            dst[tidx] = dst[tidx] + Float32(1.0)
+            cute.arch.barrier(barrier_id=1, number_of_threads=64)
+        cute.arch.barrier(barrier_id=1, number_of_threads=64)
+        dst[tidx + 128] = dst[63 - tidx]
 
 
 @planted("arrive_and_sync_short", "sm_90a", "nvvm.barrier.arrive", "warp 0 bar.arrive(1, 128), warps 1-2 bar.sync(1, 128), warp 3 neither: 96 of 128")
@@ -384,6 +416,52 @@ def _named_barrier_counts_differ(dst: cute.Tensor, n: Int32):
     else:
         cute.arch.barrier(barrier_id=1, number_of_threads=128)
     dst[tidx + 128] = Float32(warp_idx)
+
+
+# More threads than the count (PTX ISA: a barrier completes at b arrivals and is reinitialized
+# at once, so later arrivals open the next phase; a round of arrivals that is not a whole
+# number of phases leaves its last threads waiting for a phase that never fills)
+
+
+@planted("named_barrier_over_count", "sm_90a", "nvvm.barrier", "barrier(1, 96) reached by all 4 warps: 96 complete a phase, the last warp waits for 64 more that never come")
+@cute.kernel
+def _named_barrier_over_count(dst: cute.Tensor, n: Int32):
+    tidx, _, _ = cute.arch.thread_idx()
+    dst[tidx] = Float32(tidx)
+    cute.arch.barrier(barrier_id=1, number_of_threads=96)  # <- collective
+    dst[tidx + 128] = dst[127 - tidx]
+
+
+@planted("arrive_and_sync_over_count", "sm_90a", "nvvm.barrier.arrive", "warp 0 bar.arrive(1, 96), warps 1-3 bar.sync(1, 96) after n steps of work: 128 arrive, the last sync warp waits for a second phase that never fills")
+@cute.kernel
+def _arrive_and_sync_over_count(dst: cute.Tensor, n: Int32):
+    tidx, _, _ = cute.arch.thread_idx()
+    warp_idx = cute.arch.warp_idx()
+    if warp_idx == 0:  # <- diverges
+        dst[tidx] = Float32(tidx)
+        cute.arch.barrier_arrive(barrier_id=1, number_of_threads=96)  # <- collective
+    else:
+        acc = dst[tidx]
+        for i in cutlass.range(n * 100):  # the producer's arrive comes first: the leftover warp is a syncing one
+            acc = acc * Float32(0.5) + Float32(1.0)
+        dst[tidx] = acc
+        cute.arch.barrier(barrier_id=1, number_of_threads=96)
+        dst[tidx + 128] = dst[tidx - 32]
+
+
+@correct("arrive_and_sync_after_warp_exit_counted", "sm_90a", "warp 3 exits, warp 0 bar.arrive(1, 96), warps 1-2 bar.sync(1, 96): the 96 threads left, one phase")
+@cute.kernel
+def _arrive_and_sync_after_warp_exit_counted(dst: cute.Tensor, n: Int32):
+    tidx, _, _ = cute.arch.thread_idx()
+    warp_idx = cute.arch.warp_idx()
+    if warp_idx == 3:
+        _exit()
+    if warp_idx == 0:
+        dst[tidx] = Float32(tidx)
+        cute.arch.barrier_arrive(barrier_id=1, number_of_threads=96)
+    else:
+        cute.arch.barrier(barrier_id=1, number_of_threads=96)
+        dst[tidx + 128] = dst[tidx - 32]
 
 
 # ======================================================================================
@@ -434,7 +512,48 @@ def _setmaxnreg_counts_differ_in_warpgroup(dst: cute.Tensor, n: Int32):
 # ======================================================================================
 
 
-@planted("cluster_arrive_by_leader_cta", "sm_90a", "nvvm.cluster.arrive", "cluster_arrive() only `if block_idx_in_cluster() == 0`, every CTA waits", cluster=2)
+FLAG = 4095  # dst's last element: the leader CTA's "I passed cluster_wait" flag (dst starts zeroed)
+
+
+@dsl_user_op
+def _load_volatile(address, *, loc=None, ip=None) -> Int32:
+    """ld.volatile.u32 (generic address): a load the compiler neither hoists out of a spin loop nor caches."""
+    return Int32(
+        llvm.inline_asm(
+            T.i32(), [cutlass.Int64(address).ir_value(loc=loc, ip=ip)], "ld.volatile.u32 $0, [$1];", "=r,l",
+            has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip,
+        )
+    )  # fmt: skip
+
+
+@dsl_user_op
+def _store_volatile(address, value: Int32, *, loc=None, ip=None) -> None:
+    llvm.inline_asm(
+        None, [cutlass.Int64(address).ir_value(loc=loc, ip=ip), Int32(value).ir_value(loc=loc, ip=ip)],
+        "st.volatile.u32 [$0], $1;", "l,r",
+        has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip,
+    )  # fmt: skip
+
+
+@cute.jit
+def _others_wait_for_the_leader(dst: cute.Tensor, rank: Int32, tidx: Int32):
+    """After cluster_wait: the leader CTA (rank 0) sets FLAG, the other CTAs spin, alive, until
+    they see it. Why: on the H200 a CTA that skipped the arrive passed its own cluster_wait and
+    exited, and an exited thread releases the cluster barrier (PTX ISA, exit: "If the exiting
+    threads are holding up the barrier, the barrier is released"), so the leader's wait
+    completed and the planted bug ran clean. A CTA of a real kernel stays alive after the
+    cluster barrier (it consumes what the leader multicasts); this one does too."""
+    address = (dst.iterator + FLAG).toint()
+    if rank == 0:
+        if tidx == 0:
+            _store_volatile(address, Int32(1))
+    else:
+        seen = _load_volatile(address)
+        while seen == 0:
+            seen = _load_volatile(address)
+
+
+@planted("cluster_arrive_by_leader_cta", "sm_90a", "nvvm.cluster.arrive", "cluster_arrive() only `if block_idx_in_cluster() == 0`, every CTA waits, and the other CTA stays alive until the leader passes its wait: the leader waits forever", cluster=2)
 @cute.kernel
 def _cluster_arrive_by_leader_cta(dst: cute.Tensor, n: Int32):
     tidx, _, _ = cute.arch.thread_idx()
@@ -444,6 +563,19 @@ def _cluster_arrive_by_leader_cta(dst: cute.Tensor, n: Int32):
     if rank == 0:  # <- diverges
         cute.arch.cluster_arrive()  # <- collective
     cute.arch.cluster_wait()
+    _others_wait_for_the_leader(dst, rank, tidx)
+
+
+@correct("cluster_arrive_by_every_cta_leader_flag", "sm_90a", "every CTA arrives and waits, then the other CTA waits, alive, for the leader's flag (the planted leader-only case's control: the flag alone does not hang)", cluster=2)
+@cute.kernel
+def _cluster_arrive_by_every_cta_leader_flag(dst: cute.Tensor, n: Int32):
+    tidx, _, _ = cute.arch.thread_idx()
+    bidx, _, _ = cute.arch.block_idx()
+    rank = cute.arch.block_idx_in_cluster()
+    dst[bidx * 128 + tidx] = Float32(rank)
+    cute.arch.cluster_arrive()
+    cute.arch.cluster_wait()
+    _others_wait_for_the_leader(dst, rank, tidx)
 
 
 @correct("cluster_arrive_by_every_cta", "sm_90a", "cluster_arrive() and cluster_wait() in every thread of every CTA", cluster=2)
@@ -542,6 +674,44 @@ def _redux_after_lane_exit(dst: cute.Tensor, n: Int32):
         _exit()
     total = cute.arch.warp_redux_sync(tidx, "add")
     dst[tidx] = Float32(total)
+
+
+@planted("warp_sync_after_lane_exit", "sm_90a", "nvvm.bar.warp.sync", "lanes 16-31 exit, then sync_warp() (full mask): the PTX ISA's bar.warp.sync waits for all threads of its mask, not the non-exited ones")
+@cute.kernel
+def _warp_sync_after_lane_exit(dst: cute.Tensor, n: Int32):
+    tidx, _, _ = cute.arch.thread_idx()
+    lane = cute.arch.lane_idx()
+    if lane >= 16:  # <- diverges
+        _exit()
+    dst[tidx] = Float32(tidx)
+    cute.arch.sync_warp()  # <- collective
+    dst[tidx + 128] = dst[tidx ^ 1]
+
+
+@correct("warp_sync_masked_after_lane_exit", "sm_90a", "lanes 16-31 exit, then sync_warp(mask=0x0000ffff): the mask names the lanes left")
+@cute.kernel
+def _warp_sync_masked_after_lane_exit(dst: cute.Tensor, n: Int32):
+    tidx, _, _ = cute.arch.thread_idx()
+    lane = cute.arch.lane_idx()
+    if lane >= 16:
+        _exit()
+    dst[tidx] = Float32(tidx)
+    cute.arch.sync_warp(mask=0x0000FFFF)
+    dst[tidx + 128] = dst[tidx ^ 1]
+
+
+@planted("elect_after_lane_exit", "sm_90a", "nvvm.elect.sync", "lanes 16-31 exit, then elect_one() (elect.sync, full mask): it waits for all threads in the membermask")
+@cute.kernel
+def _elect_after_lane_exit(dst: cute.Tensor, n: Int32):
+    tidx, _, _ = cute.arch.thread_idx()
+    lane = cute.arch.lane_idx()
+    storage = SmemAllocator().allocate(_Barriers)
+    if lane >= 16:  # <- diverges
+        _exit()
+    with cute.arch.elect_one():  # <- collective
+        cute.arch.mbarrier_init(storage.full.data_ptr(), 1)
+    cute.arch.mbarrier_init_fence()
+    dst[tidx] = Float32(tidx)
 
 
 @planted("ldmatrix_after_lane_exit", "sm_90a", "cute.copy", "lanes 16-31 exit, then ldmatrix (.sync.aligned: all 32 lanes)")

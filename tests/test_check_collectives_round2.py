@@ -2,6 +2,8 @@
 options add beyond tests/test_check_collectives.py (which runs every case of both corpora).
 
 - the corpus is as large as the issue asks (24 planted bugs, 24 near misses, both targets);
+- named barriers across sites: one phase at one bar.sync instruction (.aligned), more
+  arrivals than a whole number of phases of the count (the messages say why);
 - `strict=true` makes a "may diverge" warning fail the run (a CI gate), exit status 1;
 - one finding per source-level collective (`warp_reduction_max` expands to five shuffles);
 - a constant condition is the constant it is (dead code in `scf.if %false`).
@@ -99,3 +101,38 @@ def test_strict_check_through_the_hook_stops_the_compile():
         assert any("may diverge" in d.message for d in cause.diagnostics)
         return
     raise AssertionError("a 'may diverge' warning did not stop the strict compile")
+
+
+def test_two_sync_sites_of_one_id_say_why():
+    """Issue 37: the near miss that synccheck called "Divergent thread(s) in block" is a planted
+    bug now; the error names both sites, the threads at each, and the rule (.aligned)."""
+    case = CASES["named_barrier_two_sites_full"]
+    (error,) = [d for d in analyse(case.name) if d.severity == "error"]
+    assert error.location.line == case.collective_line
+    assert f"collective_kernels_round2.py:{case.collective_line + 2}" in error.message
+    for words in ("two bar.sync sites", "threads 0-63", "threads 64-127", "barrier.sync.aligned", "one phase"):
+        assert words in error.message, error.format()
+    assert error.notes and error.notes[0].location.line == case.condition_line
+
+
+def test_legal_uses_of_one_id_at_several_sites():
+    """arrive at one site + sync at another (the PTX ISA's producer/consumer example; clean
+    under synccheck), and one id at several sites reached by the same threads in turn (two
+    sites, a helper called twice: one line, two instructions; a loop and after it)."""
+    for name in ("arrive_and_sync_per_warpgroup", "named_barrier_one_id_two_phases", "named_barrier_helper_twice_in_turn",
+                 "named_barrier_in_loop_and_after", "arrive_and_sync_after_warp_exit_counted"):  # fmt: skip
+        found = analyse(name)
+        assert not found, "\n".join(d.format() for d in found)
+
+
+def test_more_threads_than_the_count_says_what_happens():
+    for name, words in (("named_barrier_over_count", "128 threads reach it"), ("arrive_and_sync_over_count", "128 arrive there")):
+        (error,) = [d for d in analyse(name) if d.severity == "error"]
+        assert words in error.message and "the last 32 threads to arrive wait for a phase that never fills" in error.message
+
+
+def test_exits_before_bar_warp_sync_and_elect_are_not_excused():
+    for name in ("warp_sync_after_lane_exit", "elect_after_lane_exit"):
+        (error,) = [d for d in analyse(name) if d.severity == "error"]
+        assert "threads that exited still count" in error.message, error.format()
+    assert not analyse("warp_sync_masked_after_lane_exit")

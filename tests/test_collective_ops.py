@@ -148,6 +148,40 @@ def test_every_entry_cites_its_ptx_rule_and_exit_semantics():
     assert by_op["nvvm.ldmatrix"].exited == "holds"  # .aligned
 
 
+def test_the_three_readings_issue_37_settled_from_the_ptx_isa():
+    """bar.warp.sync waits for "all threads corresponding to membermask" (not, as vote/redux/
+    match say, the non-exited ones): an exit does not excuse (the table said it did);
+    elect.sync waits for "all threads in the membermask": not excused (as it was);
+    tcgen05.ld/st: "All the threads in the warp must specify the same value of taddr": one
+    address per warp (as it was). The quotes sit next to the entries."""
+    import inspect
+
+    from lowering.analysis import collective_ops
+    from lowering.analysis.collective_ops import COLLECTIVES, _inline
+
+    by_op = {e.op: e for e in COLLECTIVES}
+    assert by_op["nvvm.bar.warp.sync"].exited == "holds"
+    assert by_op["nvvm.elect.sync"].exited == "holds"
+    for atom, operand in (("tmem_load", 1), ("tmem_store", 2)):
+        (entry,) = [e for e in COLLECTIVES if e.atom == atom]
+        assert entry.uniform_operand == operand and "same taddr" in entry.rule
+    flat = " ".join(inspect.getsource(collective_ops).replace("#", " ").split())  # the comments, joined
+    for quote in ("wait until all threads corresponding to membermask have executed a bar.warp.sync",
+                  "wait until all threads in the membermask execute the elect instruction",
+                  "All the threads in the warp must specify the same value of taddr"):  # fmt: skip
+        assert quote in flat, quote
+
+    class _Asm:
+        name = "llvm.inline_asm"
+        operands = ()
+
+        def __init__(self, text):
+            self.attributes = {"asm_string": f'"{text}"', "constraints": '""'}
+
+    assert _inline(_Asm("bar.warp.sync 0xffffffff;")).exited == "holds"
+    assert _inline(_Asm("vote.sync.ballot.b32 $0, p, 0xffffffff;")).exited == "excused"
+
+
 def test_inline_ptx_member_masks_are_read():
     from lowering.analysis.collective_ops import _inline_mask
 

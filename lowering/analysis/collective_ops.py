@@ -20,13 +20,15 @@ member mask) must be executed by every thread of its group, together; `bar.sync`
 
 - `exited`: what a thread that executed `exit` before the op does to it (the PTX ISA):
   "excused" where the instruction waits only for the non-exited threads of its group
-  (`vote.sync`, `redux.sync`, `match.sync`, `bar.warp.sync`: "wait until all non-exited
-  threads corresponding to membermask"; `bar.sync`/`barrier.sync` for all the CTA and
+  (`vote.sync`, `redux.sync`, `match.sync`: "wait until all non-exited threads
+  corresponding to membermask"; `bar.sync`/`barrier.sync` for all the CTA and
   `barrier.cluster.arrive`: "if the exiting threads are holding up the barrier, the barrier
   is released"; a counted `bar.sync`/`bar.arrive` waits for the non-exited threads of each
   warp that arrives); "holds" where an exited thread is a thread that never executes it
   (`.sync.aligned` instructions: every thread of the warp executes the same one;
-  `shfl.sync`: a source lane that exited gives an undefined value).
+  `shfl.sync`: a source lane that exited gives an undefined value; `bar.warp.sync` and
+  `elect.sync`, whose ISA text, unlike vote/redux/match's, names all the threads of the
+  mask, not the non-exited ones: see their entries).
 - `cluster`: the group spans the CTAs of a cluster (a CTA-uniform condition that differs
   between them, `cluster.ctarank == 0`, splits it).
 
@@ -123,6 +125,11 @@ COLLECTIVES: tuple[Collective, ...] = (
                atom="sm80", rule=_ALIGNED),
     Collective("cute.gemm", Scope.WARP, "mma.sync.aligned (sm_120 block-scaled)", "warp.MmaMXF8*Op atoms", atom="sm120",
                rule=_ALIGNED),
+    # One TMEM address per warp (our reading confirmed). PTX ISA (9.x) section 9.7.17.8.3,
+    # "Tensorcore 5th Generation Instructions: tcgen05.ld": "All the threads in the warp
+    # must specify the same value of taddr, which must be the base address of the collective
+    # load operation. Otherwise, the behavior is undefined." (tcgen05.st, the next section:
+    # the same sentence with "collective store operation".)
     Collective("cute.copy", Scope.WARP, "tcgen05.ld.sync.aligned", _Q100, atom="tmem_load", rule=_TC + _TADDR,
                uniform_operand=1),
     Collective("cute.copy", Scope.WARP, "tcgen05.st.sync.aligned", "tcgen05 St atoms: " + _TINY, atom="tmem_store",
@@ -158,8 +165,23 @@ COLLECTIVES: tuple[Collective, ...] = (
                exited="excused", rule=_MASKED),
     Collective("nvvm.match.sync", Scope.WARP, "match.any.sync (or match.all.sync)", "cute.arch.match_sync: " + _TINY,
                mask_operand=0, exited="excused", rule=_MASKED),
+    # bar.warp.sync: exited lanes are NOT excused (issue 37 settled this; the table said
+    # "excused" before). PTX ISA (9.x) section 9.7.15.2, "Parallel Synchronization and
+    # Communication Instructions: bar.warp.sync": "bar.warp.sync will cause executing thread
+    # to wait until all threads corresponding to membermask have executed a bar.warp.sync with
+    # the same membermask value before resuming execution." Where the ISA excuses exited
+    # threads it says so: vote.sync/redux.sync/match.sync "wait until all non-exited threads
+    # corresponding to membermask", barrier{.cta} "wait for all non-exited threads from its
+    # warp". (The CUDA C++ Programming Guide's __syncwarp, which compiles to bar.warp.sync,
+    # says "All non-exited threads named in mask must execute a corresponding __syncwarp()":
+    # the C++ contract is looser than the PTX one; this check follows the PTX ISA.)
     Collective("nvvm.bar.warp.sync", Scope.WARP, "bar.warp.sync", "cute.arch.sync_warp: " + _Q100, mask_operand=0,
-               exited="excused", rule=_MASKED),
+               rule="PTX ISA bar.warp.sync: waits until all threads of membermask (exited ones too) executed it"),
+    # elect.sync: exited lanes are not excused either (our reading confirmed). PTX ISA,
+    # "Parallel Synchronization and Communication Instructions: elect.sync": "The mandatory .sync qualifier indicates that elect causes the executing
+    # thread to wait until all threads in the membermask execute the elect instruction before
+    # resuming execution." and "The behavior is undefined if the executing thread is not in
+    # membermask." (CuTeDSL's elect_one passes the full mask.)
     Collective("nvvm.elect.sync", Scope.WARP, "elect.sync", "cute.arch.elect_one: " + _Q100,
                rule="PTX ISA elect.sync: all threads of membermask execute it (.sync)"),
     Collective("cute_nvgpu.arch.make_warp_uniform", Scope.WARP, "shfl.sync.idx.b32 x, 0, 31, -1",
@@ -176,7 +198,8 @@ INLINE_PTX: tuple[tuple[str, Scope, str, bool], ...] = (
     (r"\b(bar|barrier)(\.cta)?\.(sync|arrive|red)(\.aligned)?\s+[^,;]+,[^;]+;", Scope.WARP, "excused", False),
     (r"\bbar\.sync\b|\bbarrier\.sync\b|\bbarrier\.cta\.sync\b", Scope.CTA, "excused", False),
     (r"\bwgmma\.", Scope.WARPGROUP, "holds", False),
-    (r"\b(vote|redux|match)\.sync\b[^;]*;|\bbar\.warp\.sync\b[^;]*;", Scope.WARP, "excused", True),
+    (r"\b(vote|redux|match)\.sync\b[^;]*;", Scope.WARP, "excused", True),
+    (r"\bbar\.warp\.sync\b[^;]*;", Scope.WARP, "holds", True),  # all of membermask, exited too (see the table)
     (r"\bshfl\.sync\b[^;]*;", Scope.WARP, "holds", True),
     (r"\bsetmaxnreg\.|\belect\.sync\b|\bldmatrix\.|\bstmatrix\.|\bmma\.sync\b"
      r"|\btcgen05\.(ld|st|alloc|dealloc|relinquish_alloc_permit|wait)\b", Scope.WARP, "holds", False),

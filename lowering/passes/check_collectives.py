@@ -37,10 +37,11 @@ condition that differs between the CTAs of a cluster (`cluster.ctarank == 0`,
 
 Exits (`nvvm.exit`, PTX `exit`): what an exited thread means depends on the collective
 (the table's `exited`, from the PTX ISA): `bar.sync` for the whole CTA, `vote`/`redux`/
-`match`/`bar.warp.sync` and `barrier.cluster.arrive` wait only for the non-exited threads,
-so an exit excuses whoever it removed; `.aligned` instructions and `shfl.sync` (a source
-lane that exited gives an undefined value) need every lane, so an exit before them that
-splits a warp is an error; a counted barrier counts the warps that still arrive.
+`match` and `barrier.cluster.arrive` wait only for the non-exited threads,
+so an exit excuses whoever it removed; `.aligned` instructions, `shfl.sync` (a source
+lane that exited gives an undefined value), `bar.warp.sync` and `elect.sync` (all threads
+of the mask, the ISA says, not the non-exited ones) need every lane, so an exit before
+them that splits a warp is an error; a counted barrier counts the warps that still arrive.
 
 TMEM rules (sm_100a): `alloc_tmem` with a constant nCols not a power of two in
 [32, 512]; `dealloc_tmem` given an address that is not the one `alloc_tmem` wrote
@@ -54,6 +55,7 @@ the diagnostic points at the kernel and says so.
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 
@@ -289,36 +291,115 @@ class _Checker:
     def _barrier_sites(self, u: Uniformity, bid: int, sites: list[Reached], func) -> None:
         """A named barrier used at several sites (bar.sync and bar.arrive, same id): the warps
         that can ever reach one of them must supply its count of threads (PTX: b threads, a warp
-        arriving for its non-exited threads), or the barrier never completes."""
+        arriving for its non-exited threads), or the barrier never completes; no more threads
+        than a whole number of phases of that count (the last phase never fills); and the
+        threads of one phase execute one instruction per form (`_aligned_sites`)."""
         threads = u.threads
-        if len({r.op for r in sites}) < 2 or not threads.known:
+        ops = list(dict.fromkeys(r.op for r in sites))  # distinct ops, in the order reached
+        if len(ops) < 2 or not threads.known:
             return
         counts = {u.known_int(_named_operand(r.op, "number_of_threads")) for r in sites}
         if None in counts:
             return
-        arriving = np.zeros(threads.count, dtype=bool)
+        # per op: the threads that can reach it (exits ignored: an upper bound), and those
+        # that can reach it alive (the known exits applied; None where an exit is not known)
+        reach: dict = {op: np.zeros(threads.count, dtype=bool) for op in ops}
+        alive: dict = {op: np.zeros(threads.count, dtype=bool) for op in ops}
+        exits_known = True
         for r in sites:
             conds = [c for c in r.conditions if not c.exit]
             if any(not c.known and (c.level > Scope.CTA or c.data) for c in conds):
                 return  # who reaches it is not known
             known = [c for c in conds if c.known]  # a uniform unknown test: taken as passed (the most threads)
+            exits = [c for c in r.conditions if c.exit]
+            exits_known = exits_known and all(c.known for c in exits)
             for combo in alternatives(known):
-                arriving |= threads_reaching(known, threads.count, combo)
+                mask = threads_reaching(known, threads.count, combo)
+                reach[r.op] |= mask
+                for c in exits:
+                    if c.known:
+                        mask = mask & c.masks[0]
+                alive[r.op] |= mask
+        arriving = np.zeros(threads.count, dtype=bool)
+        for mask in reach.values():
+            arriving |= mask
         warps = threads.groups(Scope.WARP, arriving).any(axis=1)
         supplied = int(warps.sum()) * WARP_SIZE
         count = max(counts)
         names = " and ".join(sorted({f"'{r.op.name}'" for r in sites}))
-        what = f"{collective_of(sites[0].op).describes}: {names} are the {len({r.op for r in sites})} sites of named barrier {bid}"
+        what = f"{collective_of(sites[0].op).describes}: {names} are the {len(ops)} sites of named barrier {bid}"
         if len(counts) > 1:
             self.report("error", sites[0].op, func,
                         f"{what}, given different thread counts ({', '.join(map(str, sorted(counts)))}): every thread "
                         f"that arrives at one barrier names the same count")
-        elif 0 < supplied < count:
+            return
+        if 0 < supplied < count:
             lanes = np.repeat(warps, WARP_SIZE)[: threads.count]
             self.report("error", sites[0].op, func,
                         f"{what}, which counts {count} threads, and at most {supplied} can ever arrive there "
                         f"({threads.describe(lanes)}): the barrier never completes",
                         next((c for c in sites[0].conditions if c.known), None))
+            return
+        if self._aligned_sites(u, bid, count, ops, reach, sites, func):
+            return
+        if exits_known:
+            present = np.zeros(threads.count, dtype=bool)
+            for mask in alive.values():
+                present |= mask
+            warps = threads.groups(Scope.WARP, present).any(axis=1)
+            supplied = int(warps.sum()) * WARP_SIZE
+            if supplied > count and supplied % count:
+                lanes = np.repeat(warps, WARP_SIZE)[: threads.count]
+                self.report("error", sites[0].op, func,
+                            f"{what}, which counts {count} threads, and {supplied} arrive there "
+                            f"({threads.describe(lanes)}): {_over_count(supplied, count)}",
+                            next((c for c in sites[0].conditions if c.known and not c.exit), None))
+
+    def _aligned_sites(self, u: Uniformity, bid: int, count: int, ops: list, reach: dict, sites: list[Reached], func) -> bool:
+        """`bar.sync` is `barrier.sync.aligned` and `bar.arrive` `barrier.arrive.aligned` (as
+        CuTeDSL emits `nvvm.barrier`/`nvvm.barrier.arrive`). PTX ISA, "Parallel Synchronization
+        and Communication Instructions: bar, barrier": ".aligned ... indicates that all threads
+        in CTA will execute the same barrier{.cta} instruction. In conditionally executed code,
+        an aligned barrier{.cta} instruction should only be used if it is known that all threads
+        in CTA evaluate the condition identically, otherwise behavior is undefined." and
+        "Different warps may execute different forms of the barrier{.cta} instruction using the
+        same barrier name and thread count. One example mixes barrier{.cta}.sync and
+        barrier{.cta}.arrive to implement producer/consumer models."
+
+        So the threads of one phase of a barrier id execute one instruction per form: sync at one
+        site and arrive at another is the ISA's own example (legal); two sites of one form
+        reached by different threads, who can meet in one phase, are undefined (synccheck on the
+        H200: "Divergent thread(s) in block"). Two sites reached by the same threads (one after
+        the other: each phase is complete at one site before any of them reaches the next; a
+        body CuTeDSL traced twice, run in turn) are legal. The rule is per instruction, not per
+        source line: one line CuTeDSL traced twice is two instructions. Returns whether it reported."""
+        threads = u.threads
+        by_form: dict[str, list] = {}
+        for op in ops:
+            if reach[op].any():
+                by_form.setdefault(op.name, []).append(op)
+        for form, group in by_form.items():
+            for i, a in enumerate(group):
+                other = next((b for b in group[i + 1 :] if not np.array_equal(reach[a], reach[b])), None)
+                if other is None:
+                    continue
+                entry = collective_of(a)
+                here, suffix = self._where(a, func)
+                there, _ = self._where(other, func)
+                there_text = f"{os.path.basename(there.file)}:{there.line}" if there is not None and there.file else "another site"
+                same_line = here is not None and there is not None and (here.file, here.line) == (there.file, there.line)
+                traced = " (the same source line, traced twice by CuTeDSL: two instructions)" if same_line else ""
+                word = "bar.sync" if form == "nvvm.barrier" else "bar.arrive"
+                aligned = "barrier.sync.aligned" if form == "nvvm.barrier" else "barrier.arrive.aligned"
+                self.report("error", a, func,
+                            f"{entry.describes} of named barrier {bid} ({count} threads) is one of two {word} sites of "
+                            f"that id, reached here by {threads.describe(reach[a])} and at {there_text} by "
+                            f"{threads.describe(reach[other])}{traced}: those threads can meet in one phase, and "
+                            f"{word} is {aligned}: every thread of a phase must execute the same instruction (PTX ISA "
+                            f".aligned; a bar.arrive at one site and a bar.sync at another may share a phase)",
+                            _separating(sites, a, other))
+                return True
+        return False
 
     def _setmaxnreg(self, u: Uniformity, sites: list[Reached], func) -> None:
         """setmaxnreg: every warp of a warpgroup executes the same one (PTX ISA). Per site the
@@ -402,6 +483,8 @@ class _Checker:
             message = f"{what} reached by only part of {group}: {who}"
             if required is not None and not required.all():
                 message = f"{what}, reached by {who}: the lanes that reach it and the lanes its mask names differ"
+            if blame.exit:  # an exit that does not excuse: say so (vote/redux/match would wait only for the living)
+                message += f" (threads that exited still count: {entry.rule or 'the PTX ISA names every thread of the group'})"
             self.report("error" if definite and not scope_uncertain else "warning", op, func,
                         message if definite else message + " (may diverge: other conditions may exclude those threads)", blame)
             return
@@ -476,9 +559,10 @@ class _Checker:
             if threads.known and bid is not None and named.get(bid, 0) == 1 and not named.get(None) and not [c for c in unknown if c.level > Scope.CTA] \
                     and not any(c.level == Scope.CTA and not c.known for c in unknown) and arriving and arriving != count:
                 exited = next((c for c in r.conditions if c.exit), None) if alive is not None and not alive.all() else None
+                why = f": {_over_count(arriving, count)}" if arriving > count else ""
                 self.report("error", op, func,
                             f"{what}: it is the only use of barrier {bid}, and {arriving} threads reach it "
-                            f"({threads.describe(present)}), not {count}", known[-1] if known else exited)
+                            f"({threads.describe(present)}), not {count}{why}", known[-1] if known else exited)
                 return
         self._unknown(op, func, what, Scope.WARP, unknown)
 
@@ -537,6 +621,28 @@ class _Checker:
                 self.report("warning", a.op, func,
                             f"'{TMEM_ALLOC}' may miss its '{TMEM_DEALLOC}' on some path (it sits under a condition "
                             f"this alloc does not)", cond)
+
+
+def _over_count(arriving: int, count: int) -> str:
+    """What happens when more threads than a barrier's count arrive in one round (PTX ISA: "When a
+    barrier completes, the waiting threads are restarted without delay, and the barrier is
+    reinitialized so that it can be immediately reused": the arrivals past the count open the
+    next phase)."""
+    phases, left = divmod(arriving, count)
+    if left:
+        return (f"the barrier completes at every {count} arrivals (PTX ISA: it is then reinitialized), so "
+                f"{phases} phase{'s complete' if phases > 1 else ' completes'} and the last {left} threads to arrive "
+                f"wait for a phase that never fills")
+    return (f"the barrier completes at every {count} arrivals, so the threads of one phase are whichever "
+            f"{count} arrive first, not a set the kernel chose")
+
+
+def _separating(sites: list[Reached], a, b) -> Condition | None:
+    """The condition under which `a` is reached and `b` is not (the first known one of a's
+    conditions that b does not share), else a's first known condition."""
+    keys_b = {_condition_key(c) for r in sites if r.op == b for c in r.conditions}
+    conds_a = [c for r in sites if r.op == a for c in r.conditions if c.known and not c.exit]
+    return next((c for c in conds_a if _condition_key(c) not in keys_b), conds_a[0] if conds_a else None)
 
 
 def _attr_word(op, name: str) -> str:
