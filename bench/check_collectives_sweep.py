@@ -268,7 +268,6 @@ ARCHS = {"ours": ("sm_90a", "sm_100a"), "quack": ("sm_90a", "sm_100a"), "fa4": (
 
 
 def worker(family: str, arch: str, out: str) -> int:
-    sys.path[:0] = [ROOT]
     builders = FAMILIES[family](arch) if family != "cutlass" else cutlass_examples(arch)
     results = run_builders(builders, arch, in_hook=os.environ.get("SWEEP_PARSED") != "1")
     with open(out, "w", encoding="utf-8") as f:
@@ -288,7 +287,7 @@ def _env(family: str, arch: str, args) -> dict:
     env = dict(os.environ)
     env.update(
         CUTE_DSL_ARCH=arch, CUTE_DSL_LINEINFO="1", CUTE_DSL_KEEP="ptx",
-        CUTE_DSL_DUMP_DIR=os.path.join(args.scratch, f"{family}_{arch}"), PYTHONPATH=os.pathsep.join([ROOT, HERE, TESTS]),
+        CUTE_DSL_DUMP_DIR=os.path.join(args.scratch, f"{family}_{arch}"), PYTHONPATH=os.pathsep.join(filter(None, [HERE, TESTS, os.environ.get("PYTHONPATH")])),
     )  # fmt: skip
     env.pop("CUTE_LOWERING_PIPELINE", None)
     if family == "fa4":

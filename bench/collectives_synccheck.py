@@ -64,7 +64,7 @@ _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error", re.I)
 
 def run_case(name: str) -> int:
     """Worker: compile the case for sm_90a and run it once."""
-    sys.path[:0] = [TESTS, ROOT]
+    sys.path[:0] = [TESTS]
     import torch
     from cutlass import Int32
     from cutlass.cute.runtime import from_dlpack
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("compute-sanitizer") is None or shutil.which("nvidia-smi") is None:
         print("no GPU here (compute-sanitizer/nvidia-smi not found): nothing run", file=sys.stderr)
         return 2
-    sys.path[:0] = [TESTS, ROOT]
+    sys.path[:0] = [TESTS]
     import collective_kernels as ck
     import collective_kernels_round2  # noqa: F401  (registers the round-2 cases)
 

@@ -20,12 +20,10 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import sys
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from cuda_timing import median_ms  # noqa: E402
 

@@ -22,10 +22,8 @@ import argparse
 import datetime
 import json
 import pathlib
-import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from cuda_timing import median_ms  # noqa: E402
 

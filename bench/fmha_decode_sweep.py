@@ -19,7 +19,7 @@ import pathlib
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+sys.path[:0] = [str(ROOT / "bench")]
 
 # (B, Hq, Hkv, Sq, Sk, D, causal, window, sink)
 SHAPES = [

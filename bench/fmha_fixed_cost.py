@@ -23,7 +23,7 @@ import pathlib
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+sys.path[:0] = [str(ROOT / "bench")]
 
 HEADS = 132  # one 128-row tile a head at Sq = 128: one a CTA of a persistent launch on 132 SMs
 HEAD_DIM = 128

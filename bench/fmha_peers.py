@@ -50,7 +50,7 @@ import sys
 import traceback
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+sys.path[:0] = [str(ROOT / "bench")]
 
 # (B, Hq, Hkv, Sq, Sk, D, causal, window, sink)
 ISSUE_CASES = [

@@ -22,7 +22,6 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 DEFAULT_CASES = ["4,16,4096,128,0", "4,16,4096,128,1", "8,32,1024,128,0", "2,16,8192,128,0"]
 
 
@@ -37,7 +36,7 @@ def _case(text: str) -> tuple[int, int, int, int, bool]:
 
 
 def worker(post: str, cases: list[str], outputs: str) -> None:
-    sys.path[:0] = [ROOT, HERE]
+    sys.path[:0] = [HERE]
     import contextlib
 
     import torch

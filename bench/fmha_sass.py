@@ -23,7 +23,7 @@ import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+sys.path[:0] = [str(ROOT / "bench")]
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
 from sass import count_before, disassemble, innermost, loops, opcodes  # noqa: E402

@@ -66,7 +66,7 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-for path in (ROOT, ROOT / "bench"):
+for path in (ROOT / "bench",):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 

@@ -36,11 +36,8 @@ import time
 import traceback
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
 if "--dry-run" in sys.argv:
     os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 # CuTeDSL reads these when it is imported: keep PTX and cubin so part b can disassemble.
 _DUMP = tempfile.mkdtemp(prefix="cute_dump_")

@@ -20,12 +20,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import cutlass  # noqa: E402
 import cutlass.cute as cute  # noqa: E402

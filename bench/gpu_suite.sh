@@ -1,7 +1,8 @@
 # Every GPU test of the repository (pytest -m gpu over tests/), split over PARTS pytest
 # processes (compiles are CPU-bound; the H200 machine has 16 cores), each under a time
 # limit. Node ids are passed one per line (they contain spaces). Run from the repository
-# root of the staged GPU machine (PYTHONPATH set: .dev/p2/install.sh or env.sh).
+# root of the staged GPU machine, with our package installed (`import cute_lowering`: the wheel
+# installed with --target into a folder on PYTHONPATH; the checkout's folders are not a package).
 # usage: OUT=DIR bash bench/gpu_suite.sh      (PARTS=8, TEST_TIMEOUT=300 by default)
 # Output: DIR/gpu_suite.log (each part's tail), the FAILED/ERROR lines and counts on stdout.
 # Exit status: 0 when every part passed, 1 otherwise, 3 when nothing was collected.

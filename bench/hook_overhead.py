@@ -31,7 +31,7 @@ os.environ.pop("CUTE_LOWERING_DUMP", None)
 os.environ.setdefault("QUACK_CACHE_ENABLED", "0")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
+sys.path[:0] = [os.path.join(ROOT, "tests")]
 
 import cutlass  # noqa: E402
 import cutlass.cute as cute  # noqa: E402

@@ -37,7 +37,7 @@ import sys
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+sys.path[:0] = [str(ROOT / "bench")]
 
 CALLS, ROUNDS = 100, 40
 RESULTS = ROOT / "bench" / "results.json"

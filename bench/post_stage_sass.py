@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or tempfile.mkdtemp(prefix="post_stage_sass_")
     cubins = os.path.join(out, "cubins")
     os.makedirs(cubins, exist_ok=True)
-    env = dict(os.environ, POST_PIPELINE=args.post, KEEP_CUBINS=cubins, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, POST_PIPELINE=args.post, KEEP_CUBINS=cubins)
     run = subprocess.run([sys.executable, str(ROOT / "tests" / "post_stage_worker.py"), out, *args.specs], env=env)
     if run.returncode:
         return run.returncode

@@ -46,8 +46,6 @@ import sys
 import tempfile
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 MASKS = {"none": (-1, -1), "causal": (-1, 0), "window": (64, 0), "left": (64, -1)}
 

@@ -47,7 +47,6 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 # per tool: what the tool is asked for beyond --tool (racecheck: every hazard, not the
 # analysis summary alone, so the log has the accesses' offsets)
@@ -149,7 +148,6 @@ def run_case(torch, case: dict) -> None:
 
 
 def worker(names: list[str]) -> int:
-    sys.path.insert(0, ROOT)
     import torch
 
     from kernels import ops
@@ -227,7 +225,6 @@ def parse_log(text: str) -> dict:
 
 def _env(lineinfo: bool) -> dict:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     if lineinfo:
         env["CUTE_DSL_LINEINFO"] = "1"
     return env

@@ -131,7 +131,7 @@ def main(argv: list[str]) -> int:
     dump = os.path.join(out, "keep")
     os.makedirs(dump, exist_ok=True)
     os.environ.update(CUTE_DSL_ARCH=ARCH, CUTE_DSL_KEEP="ptx,cubin", CUTE_DSL_DUMP_DIR=dump, QUACK_CACHE_ENABLED="0")
-    sys.path[:0] = [HERE, os.path.dirname(HERE)]
+    sys.path[:0] = [HERE]
     import post_test_passes  # noqa: F401  (POST_PIPELINE may name the tests' post passes)
     variants = ("plain", "split") + (("post",) if os.environ.get("POST_PIPELINE") else ())
     results: dict = {}

@@ -104,7 +104,7 @@ def main(argv: list[str]) -> int:
     os.makedirs(dump, exist_ok=True)
     # Before CuTeDSL is imported: the target, and PTX kept (which also turns its caches off).
     os.environ.update(CUTE_DSL_ARCH=arch, CUTE_DSL_KEEP="ptx", CUTE_DSL_DUMP_DIR=dump, QUACK_CACHE_ENABLED="0")
-    sys.path[:0] = [HERE, os.path.dirname(HERE)]  # quack_kernels; the repo, for `lowering`
+    sys.path[:0] = [HERE]  # quack_kernels (our package comes installed)
     start = time.perf_counter()
     import quack_kernels
 

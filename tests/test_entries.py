@@ -36,7 +36,6 @@ ENTRIES = [
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
     env.pop("PYTHONWARNINGS", None)
     return env
 

@@ -20,8 +20,6 @@ import lowering
 from lowering.registry import get_pass
 from lowering.targets import cutedsl_release
 
-TESTS = os.path.dirname(__file__)
-ROOT = os.path.dirname(TESTS)
 
 # A kernel a user could write: a binding-level arith.addf of an f32 and an f16, which
 # the bindings build without complaint and MLIR's verifier rejects.
@@ -66,7 +64,7 @@ _COMPILE_BOTH_WAYS = textwrap.dedent(
 def test_invalid_user_ir_is_blamed_as_without_the_hook(lineinfo, tmp_path):
     script = tmp_path / "user_kernel.py"
     script.write_text(_COMPILE_BOTH_WAYS)
-    env = dict(os.environ, CUTE_DSL_LINEINFO=lineinfo, PYTHONPATH=ROOT)
+    env = dict(os.environ, CUTE_DSL_LINEINFO=lineinfo)
     env.pop("CUTE_LOWERING_PIPELINE", None)
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]

@@ -25,7 +25,6 @@ import pytest
 from host_cpu import has_avx512_bf16
 from lowering.hostjit import compile_function, conversion_function_text, host_conversion
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _RUN = textwrap.dedent(
     """
@@ -63,7 +62,7 @@ _RUN = textwrap.dedent(
 
 
 def _run(ty: str, out: str, cmp: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = dict(os.environ)
     code = _RUN.format(ty=ty, out=out, cmp=cmp)
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
 
@@ -105,7 +104,7 @@ def test_bf16_widened_to_f32_by_hand_still_runs():
     """The same computation written in f32 between bf16 conversions: with LLVM's fpext and
     fptrunc, -O2's InstCombine narrowed it back to bf16 and the abort returned; with the
     conversions as integer arithmetic there is nothing to narrow, and -O3 stays."""
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = dict(os.environ)
     run = subprocess.run([sys.executable, "-c", _WIDENED], capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 0, f"status {run.returncode}: {run.stderr[-2000:]}"
     assert "opt_level 3" in run.stdout
@@ -204,7 +203,7 @@ def test_runs_on_a_cpu_without_avx512_bf16():
     failure, 2026-12-02). Where this CPU lacks it, that is this CPU: the check runs natively
     (under valgrind the same check took 55 CPU-seconds, native 3, on the 2-core machine of
     2026-12-04, issue 38); where it has it, under valgrind, whose CPU has no AVX-512."""
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = dict(os.environ)
     emulate = ["valgrind", "--tool=none", "-q"] if has_avx512_bf16() else []
     run = subprocess.run([*emulate, sys.executable, "-c", _VALGRIND_RUN],
                          capture_output=True, text=True, env=env, timeout=600)
@@ -250,6 +249,6 @@ def test_cutedsl_own_host_path_does_not_reach_the_abort(tmp_path):
     release starts aborting here, host code of kernels is hit too: see the reproducer."""
     script = tmp_path / "host_loop.py"  # CuTeDSL reads the function's source from its file
     script.write_text(_CUTEDSL_HOST_PATH)
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = dict(os.environ)
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 0 and "host entry compiled" in run.stdout, f"status {run.returncode}: {run.stderr[-2000:]}"

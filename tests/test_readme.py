@@ -176,10 +176,9 @@ def test_readme_block_runs(block: Block, tmp_path: Path):
     script = tmp_path / f"readme-block-{block.line}"  # outside the checkout: it must stay clean
     script.write_text(text, encoding="utf-8")
     before = checkout_changes(work)
-    # the copy's packages first, as in a fresh clone (the script lies outside it)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(work), os.environ.get("PYTHONPATH")])))
+    # our package as installed (cute_lowering: the editable install of this checkout), not the copy's folders
     proc = subprocess.run([*RUN_LANGUAGES[block.language], str(script)], cwd=work, capture_output=True,
-                          text=True, timeout=TIMEOUT_S, env=env)
+                          text=True, timeout=TIMEOUT_S)
     assert proc.returncode == 0, (
         f"README.md:{block.line} ({block.language}) exited {proc.returncode}\n--- block\n{block.text}"
         f"--- stdout (tail)\n{proc.stdout[-3000:]}\n--- stderr (tail)\n{proc.stderr[-3000:]}")

@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -140,7 +139,7 @@ def test_check_target_names_what_is_accepted():
 
 def run(*argv: str, stdin: str = "") -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", *argv], input=stdin, capture_output=True, text=True, cwd=ROOT,
-                          timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                          timeout=300)
 
 
 def test_lowering_opt_rejects_an_unknown_arch_option():
