@@ -5,7 +5,8 @@ A maintenance tool of the package data beside it (`lowering/targets.py` reads th
     python -m lowering.measure_targets                      # every release venv found (see VENVS)
     python -m lowering.measure_targets --releases 4.8.1,4.6.2 --venvs ~/.cache/cute-lowering/venvs
 
-For each release (a venv holding that `nvidia-cutlass-dsl`), the targets are that
+For each release (a venv holding that `nvidia-cutlass-dsl`; our package is installed there from
+this checkout where it does not import from it), the targets are that
 release's own `Arch` enum (aliases resolved to the target they compile for). Each
 conversion of `lowering.targets.CONVERSIONS` is a small `gpu.func` (load, convert,
 store; the narrow side carried as integers through `arith.bitcast`), compiled through
@@ -78,7 +79,7 @@ def module(conversions: list[str]) -> str:
 
 
 def enum_targets(python: str) -> dict[str, str]:
-    out = subprocess.run([python, "-c", ENUM_PROBE], capture_output=True, text=True, env=worker_env(False),
+    out = subprocess.run([python, "-c", ENUM_PROBE], capture_output=True, text=True, env=worker_env(),
                          cwd="/tmp", timeout=600, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -198,6 +199,11 @@ def main(argv: list[str] | None = None) -> int:
 
     def log(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
+
+    from cute_lowering.repro.venvs import ensure_package
+
+    for release in releases:  # the workers import our package there (the auto pipeline)
+        ensure_package(str(venvs / release / "bin" / "python"), release)
 
     table = json.loads(table_path.read_text()) if table_path.exists() else {}
     table.setdefault("releases", {})

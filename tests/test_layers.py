@@ -15,6 +15,8 @@ import pathlib
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+# folder -> the name it is imported as (pyproject's package-dir)
+PACKAGE = {"kernels": "cute_lowering.kernels", "lowering": "cute_lowering"}
 
 # the floors of kernels/, top first: a module imports only from floors below its own
 KERNEL_FLOORS = [
@@ -33,11 +35,12 @@ KERNEL_FLOORS = [
     {"attention_parts", "exp2"},
     {"nvfp4_block", "cutedsl_compat", "torch_device", "reference"},
 ]
-OPTIONAL_TORCH = {("fmha", "kernels.ops"), ("nvfp4", "kernels.ops")}  # (module, what it imports inside a function)
+OPTIONAL_TORCH = {("fmha", "cute_lowering.kernels.ops"), ("nvfp4", "cute_lowering.kernels.ops")}  # (module, what it imports inside a function)
 
 
 def _imports(path: pathlib.Path, package: str):
-    """[(imported module, at module level?)] of one file, for imports of `package` and of torch."""
+    """[(imported module, at module level?)] of one file, for imports of `package` (the folder's
+    import name) and of torch."""
     tree = ast.parse(path.read_text())
     top = {id(node) for node in tree.body}
     found = []
@@ -48,22 +51,23 @@ def _imports(path: pathlib.Path, package: str):
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
         for name in names:
-            if name.split(".")[0] in (package, "torch"):
+            if name == package or name.startswith(package + ".") or name.split(".")[0] == "torch":
                 found.append((name, id(node) in top))
     return found
 
 
 def _graph(package: str, module_level_only: bool):
     files = {p.stem: p for p in (ROOT / package).glob("*.py")} if package == "kernels" else {
-        ".".join(p.relative_to(ROOT).with_suffix("").parts): p for p in (ROOT / package).rglob("*.py")}
+        ".".join((PACKAGE[package],) + p.relative_to(ROOT / package).with_suffix("").parts): p
+        for p in (ROOT / package).rglob("*.py")}
     graph = {}
     for name, path in files.items():
         key = name if package == "kernels" else name.removesuffix(".__init__")
         edges = set()
-        for imported, at_top in _imports(path, package):
+        for imported, at_top in _imports(path, PACKAGE[package]):
             if module_level_only and not at_top:
                 continue
-            target = imported.removeprefix("kernels.") if package == "kernels" else imported
+            target = imported.removeprefix(PACKAGE["kernels"] + ".") if package == "kernels" else imported
             if package == "kernels":
                 target = target.split(".")[0]
                 if target in files and target != key:
@@ -116,14 +120,14 @@ def test_kernels_import_down_the_floors():
         if name == "__init__":
             continue
         for target in targets:
-            if (name, f"kernels.{target}") in OPTIONAL_TORCH:
+            if (name, f"{PACKAGE['kernels']}.{target}") in OPTIONAL_TORCH:
                 continue
             assert floor[target] > floor[name], f"kernels/{name}.py (floor {floor[name]}) imports kernels/{target}.py (floor {floor[target]})"
 
 
 def test_only_the_torch_layer_imports_torch():
     for path in (ROOT / "kernels").glob("*.py"):
-        for imported, at_top in _imports(path, "kernels"):
+        for imported, at_top in _imports(path, PACKAGE["kernels"]):
             if imported.split(".")[0] != "torch":
                 continue
             if path.stem == "ops" or (path.stem == "torch_device" and not at_top):
@@ -133,8 +137,8 @@ def test_only_the_torch_layer_imports_torch():
 
 def test_function_level_imports_only_reach_the_optional_torch_layer():
     for path in (ROOT / "kernels").glob("*.py"):
-        for imported, at_top in _imports(path, "kernels"):
-            if at_top or imported.split(".")[0] != "kernels" or imported == "kernels":
+        for imported, at_top in _imports(path, PACKAGE["kernels"]):
+            if at_top or not imported.startswith(PACKAGE["kernels"] + "."):
                 continue
             assert (path.stem, imported) in OPTIONAL_TORCH, f"kernels/{path.name}: {imported} imported inside a function"
 

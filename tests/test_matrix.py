@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from lowering.repro import cli, matrix, venvs
-from lowering.repro.runner import REPO_ROOT
+from cute_lowering.repro import cli, matrix, venvs
+from cute_lowering.repro.cases import REPRODUCERS
 
-REAL = REPO_ROOT / "reproducers"
+REAL = REPRODUCERS
 CHANGED_CASE, CHANGED_ARCH = "fp4-truncf-sm90a", "sm_90a"
 
 
@@ -164,7 +164,7 @@ def test_an_unpublished_release_is_a_usage_error_and_its_venv_is_removed(tmp_pat
     assert "<command-line>:1:7: error: no release 9.9.9 of nvidia-cutlass-dsl can be installed here" in err, err
     assert not (tmp_path / "9.9.9").exists()  # nothing half made is left for a later run
     assert (tmp_path / "4.8.1" / ".ok").exists()  # a complete venv stays (and nothing was measured yet)
-    assert len(pip.calls) == 4  # two venvs, two installs: no compile before every release is known good
+    assert len(pip.calls) == 5  # two venvs, two installs, our package into the good one: no compile before every release is known good
 
 
 def test_a_failed_install_is_the_environments_error_and_removed(tmp_path, monkeypatch, capsys):
@@ -180,10 +180,13 @@ def test_a_fresh_venv_gets_our_declared_dependencies(tmp_path, monkeypatch):
     pip = FakePip(0)
     monkeypatch.setattr(venvs.subprocess, "run", pip)
     python = venvs.venv_python("4.8.1", tmp_path)
-    install = pip.calls[-1]
+    install, ours = pip.calls[-2:]
     assert install[:4] == [python, "-m", "pip", "install"]
     assert "nvidia-cutlass-dsl==4.8.1" in install and "numpy>=1.26" in install
     assert venvs.declared_dependencies() == ["numpy>=1.26"]
+    # then our package, from this checkout, editable, its own dependencies (CuTeDSL's range) left alone
+    assert ours == [python, "-m", "pip", "install", "-q", "--no-deps", "-e", str(venvs.package_source())]
+    assert (venvs.package_source() / "lowering" / "__init__.py").exists()
 
 
 def test_an_old_venv_without_them_is_completed_not_measured_as_broken(tmp_path, monkeypatch):
@@ -195,7 +198,9 @@ def test_an_old_venv_without_them_is_completed_not_measured_as_broken(tmp_path, 
     pip = FakePip(0)
     monkeypatch.setattr(venvs.subprocess, "run", pip)
     venvs.venv_python("4.8.1", tmp_path)
-    assert len(pip.calls) == 1 and "numpy>=1.26" in pip.calls[0]  # no new venv, the dependencies installed
-    assert (root / ".ok").read_text().split("\n") == ["nvidia-cutlass-dsl==4.8.1", "numpy>=1.26"]
+    # no new venv: the dependencies installed, then our package (it came from PYTHONPATH then)
+    assert len(pip.calls) == 2 and "numpy>=1.26" in pip.calls[0] and "-e" in pip.calls[1]
+    assert (root / ".ok").read_text().split("\n") == ["nvidia-cutlass-dsl==4.8.1", "numpy>=1.26",
+                                                       f"-e {venvs.package_source()}"]
     venvs.venv_python("4.8.1", tmp_path)
-    assert len(pip.calls) == 1  # complete now: used as it is
+    assert len(pip.calls) == 2  # complete now: used as it is

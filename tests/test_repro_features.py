@@ -66,10 +66,10 @@ def test_matrix_keeps_the_recorded_cell_of_a_case_not_measured_here(tmp_path, mo
     """A matrix run on a machine without the feature does not overwrite the host case's record."""
     import shutil
 
-    from lowering.repro.runner import REPO_ROOT
+    from cute_lowering.repro.cases import REPRODUCERS
 
     root = tmp_path / "reproducers"
-    shutil.copytree(REPO_ROOT / "reproducers", root)
+    shutil.copytree(REPRODUCERS, root)
     monkeypatch.setattr(matrix, "REPRODUCERS", root)
     recorded = json.loads((root / "MATRIX.json").read_text(encoding="utf-8"))["4.8.1"]
     host_before = (root / HOST_CASE / "case.json").read_text(encoding="utf-8")

@@ -11,11 +11,11 @@ import os
 import pytest
 
 from lowering.repro import cli
-from lowering.repro.cases import STATUSES, WORKAROUNDS, load_cases
+from cute_lowering.repro.cases import REPRODUCERS, STATUSES, WORKAROUNDS, load_cases
 from lowering.repro.constructs import kernel_ir
 from host_cpu import has_avx512_bf16
 from libnvvm_wording import BARE, HIDES_THE_LOG
-from lowering.repro.runner import REPO_ROOT, cutedsl_version, run_cases
+from cute_lowering.repro.runner import cutedsl_version, run_cases
 
 PINNED = cutedsl_version()
 CASES = load_cases()
@@ -132,11 +132,11 @@ def test_reducer_shrinks_a_small_input_and_keeps_the_error():
 
 def test_captured_pipeline_is_the_one_lowering_cutedsl_uses():
     from lowering.cutedsl import pipeline_string
-    from lowering.repro.runner import REPO_ROOT, worker_env
+    from cute_lowering.repro.runner import WORKER, worker_env
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, str(REPO_ROOT / "lowering/repro/worker.py"), "--pipeline", "sm_90a"],
+    out = subprocess.run([sys.executable, str(WORKER), "--pipeline", "sm_90a"],
                          capture_output=True, text=True, env=worker_env(), check=True).stdout.strip()
     norm = lambda s: " ".join(s.replace("'", "").split()).replace("cubin-chip=sm_90a cubin-chip=sm_90a", "cubin-chip=sm_90a")
     assert norm(out) == norm(pipeline_string("sm_90a"))
@@ -145,7 +145,7 @@ def test_captured_pipeline_is_the_one_lowering_cutedsl_uses():
 def test_every_failing_cell_records_its_error():
     """A `changed` or `not parsed` cell (and a failing workaround) says what it failed with,
     in case.json and in MATRIX.md."""
-    matrix = (REPO_ROOT / "reproducers" / "MATRIX.md").read_text()
+    matrix = (REPRODUCERS / "MATRIX.md").read_text()
     flat_matrix = " ".join(matrix.split())
     missing = []
     for case in CASES.values():

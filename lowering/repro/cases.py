@@ -1,5 +1,9 @@
 """Reproducer folders: `reproducers/<name>/{repro.mlir, repro.py, case.json}`.
 
+`reproducers/` is installed with the package as `cute_lowering.reproducers` (data only,
+pyproject's package-dir): from a source checkout (editable install) it is the checkout's own
+folder, from a wheel the copy beside the package's modules.
+
 A case's `stage` says where the failure is: a GPU compile stage (`ptxas`, `libNVVM`,
 `llvm-translation`, ...: `repro.mlir` goes through `cute.compile`'s own pipeline for a
 target) or `host` (`repro.mlir` is host IR JIT-compiled for this machine's CPU by the
@@ -8,13 +12,13 @@ LLVM bundled with CuTeDSL, through its `ExecutionEngine`; the target is `host`).
 
 from __future__ import annotations
 
+import importlib.resources
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lowering.repro.runner import REPO_ROOT
-
-REPRODUCERS = REPO_ROOT / "reproducers"
+# a folder on disk in both installs (the package is never zipped)
+REPRODUCERS = Path(str(importlib.resources.files("cute_lowering.reproducers")))
 # reproduces: fails with the recorded error; fixed: compiles; changed: fails with another
 # error; not parsed: the release cannot parse the IR (written for a newer release); not here:
 # this machine lacks a feature the case needs (`requires`), so it was not compiled.

@@ -1,8 +1,8 @@
 """`lowering-repro matrix`: the reproducers (and a survey of constructs) per CuTeDSL version.
 
 One venv per version (`lowering/repro/venvs.py`: that nvidia-cutlass-dsl and our declared
-dependencies). In each, `lowering-repro run --json` runs with that version's bindings (our
-package on PYTHONPATH); where the bindings cannot host our passes (before 4.6:
+dependencies, and our package installed editable from this checkout). In each, `lowering-repro
+run --json` runs with that version's bindings; where the bindings cannot host our passes (before 4.6:
 `PassManager.add` takes no Python-defined pass), the plain compiles run through the
 standalone worker and the workaround is recorded as `not measured`.
 
@@ -80,13 +80,13 @@ def measure(version: str, python: str, deps: str | None = None, log=sys.stderr,
             root: Path | None = None) -> tuple[list[dict], str | None]:
     """`run --json` records for every case on every survey arch, and why our passes did not run (None: they ran).
 
-    `deps`: a folder put on PYTHONPATH beside our package, holding its own dependencies
+    `deps`: a folder put on PYTHONPATH in the venv, holding our package's own dependencies
     (numpy) for release venvs that have nvidia-cutlass-dsl alone. Raises NotMeasured where
     the environment is broken.
     """
     env = worker_env()
     if deps:
-        env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], deps])
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH"), deps]))
     archs = ",".join(SURVEY_ARCHS)
     why_not = package_runs(python, env)
     if why_not is None:
@@ -256,7 +256,7 @@ def render(measured: dict, output: str, update_cases: bool = True, root: Path | 
     for v in versions:
         if v not in ran:
             why.setdefault(measured[v].get("package_error") or "unknown", []).append(v)
-    lines += ["Our passes (the `lowering` package, hence the workaround column) ran on: "
+    lines += ["Our passes (the `cute_lowering` package, hence the workaround column) ran on: "
               + (", ".join(ran) or "none") + "; not on: "
               + ("; ".join(f"{', '.join(vs)} ({code_span(reason)})" for reason, vs in why.items()) or "none") + "."]
     if any("add(): incompatible function arguments" in reason for reason in why):

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from lowering.repro.cases import Case
 
 WORKER = Path(__file__).with_name("worker.py")
-REPO_ROOT = Path(__file__).resolve().parents[2]
 RELEASE_VENVS = Path(os.path.expanduser("~/.cache/cute-lowering/venvs"))
 
 
@@ -103,10 +102,11 @@ def run_cases(cases: list["Case"], archs: list[str] | None, opt_level: int = 3, 
     return records
 
 
-def worker_env(extra_path: bool = True) -> dict[str, str]:
+def worker_env() -> dict[str, str]:
+    """The environment of a worker: ours, without a target forced on every compile. Our package
+    comes from the worker's interpreter (installed there: `venvs.py` installs it into the
+    release venvs), never from PYTHONPATH."""
     env = dict(os.environ)
-    if extra_path:  # so that a venv without our package installed can still import it
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH", "")]))
     env.pop("CUTE_DSL_ARCH", None)
     return env
 

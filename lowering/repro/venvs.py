@@ -1,12 +1,17 @@
 """A venv per CuTeDSL release for `lowering-repro matrix` (and `report --release`).
 
-`~/.cache/cute-lowering/venvs/<release>` (or `--cache-dir`) holds `nvidia-cutlass-dsl==<release>`
-and every other dependency our package declares (pyproject's `dependencies`: numpy), so
-that our package imports there from PYTHONPATH; it is not installed into the venv, whose
-CuTeDSL may be older than our package's own range. A venv is used only once its `.ok`
-marker names exactly the requirements it was made with: a venv made before a dependency
-was declared (the 4.8 venvs that lacked numpy, issue 38) gets the missing ones installed
-before it is used, instead of being measured as if the release failed.
+`~/.cache/cute-lowering/venvs/<release>` (or `--cache-dir`) holds `nvidia-cutlass-dsl==<release>`,
+every other dependency our package declares (pyproject's `dependencies`: numpy), and our
+package itself, installed editable from the source checkout this one runs from
+(`pip install --no-deps -e <checkout>`: `--no-deps`, since the venv's CuTeDSL may be older
+than our package's own range; editable, so that the venv runs the checkout's code as it is
+now). pip builds the editable install in its own isolated environment, fetching setuptools
+from the same index the release came from, so the venv itself needs no setuptools (Python
+3.12's venvs have none). A venv is used only once its `.ok` marker names exactly what it was
+made with, the checkout's path included: a venv made before a dependency was declared (the
+4.8 venvs that lacked numpy, issue 38), or before our package was installed into it (when
+it came from PYTHONPATH), or for another checkout, gets what it lacks installed before it
+is used, instead of being measured as if the release failed.
 
 A release that is not a version number, or that pip cannot find, is the user's error
 (`ReleaseError`, `usage=True`); any other failed install is the environment's (no network,
@@ -24,7 +29,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from lowering.repro.runner import REPO_ROOT, RELEASE_VENVS
+from cute_lowering.repro.runner import RELEASE_VENVS
 
 CUTEDSL = "nvidia-cutlass-dsl"
 OK_MARKER = ".ok"
@@ -49,9 +54,28 @@ def check_release(text: str) -> str:
     return text
 
 
-def declared_dependencies(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[str]:
-    """Our package's own dependencies other than CuTeDSL, as pyproject declares them."""
-    with open(pyproject, "rb") as f:
+def package_source() -> Path | None:
+    """The source checkout our running package comes from (editable install, or a checkout's
+    folders), or None when it is installed from a wheel."""
+    import cute_lowering
+
+    root = Path(cute_lowering.__file__).resolve().parents[1]
+    if (root / "pyproject.toml").is_file() and (root / "lowering" / "__init__.py").is_file():
+        return root
+    return None
+
+
+def declared_dependencies(pyproject: Path | None = None) -> list[str]:
+    """Our package's own dependencies other than CuTeDSL, as pyproject declares them (from a
+    wheel: as its metadata says)."""
+    source = package_source()
+    if pyproject is None and source is None:
+        import importlib.metadata
+
+        dependencies = [r for r in importlib.metadata.requires("cute-lowering") or [] if "extra ==" not in r]
+        return [d.split(";")[0].strip() for d in dependencies
+                if not re.match(rf"{re.escape(CUTEDSL)}\b", d.strip(), re.IGNORECASE)]
+    with open(pyproject or source / "pyproject.toml", "rb") as f:
         dependencies = tomllib.load(f)["project"].get("dependencies", [])
     return [d for d in dependencies if not re.match(rf"{re.escape(CUTEDSL)}\b", d.strip(), re.IGNORECASE)]
 
@@ -59,6 +83,11 @@ def declared_dependencies(pyproject: Path = REPO_ROOT / "pyproject.toml") -> lis
 def requirements(release: str) -> list[str]:
     """What a release's venv gets: that CuTeDSL and our declared dependencies."""
     return [f"{CUTEDSL}=={release}", *declared_dependencies()]
+
+
+def package_line(source: Path) -> str:
+    """The `.ok` marker's line for our package, installed editable from `source`."""
+    return f"-e {source}"
 
 
 def venv_root(release: str, cache_dir: str | os.PathLike | None = None) -> Path:
@@ -70,17 +99,44 @@ def _pip_error(stderr: str) -> str:
     return errors[-1] if errors else (stderr.strip().splitlines() or ["(pip said nothing)"])[-1]
 
 
+def install_package(python: str, source: Path, release: str) -> None:
+    """Our package into `python`'s venv, editable from `source`, its dependencies left alone."""
+    proc = subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "-e", str(source)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ReleaseError(f"pip could not install our package (-e {source}) with {python}: "
+                           f"{_pip_error(proc.stderr + proc.stdout)}", release, usage=False)
+
+
+def ensure_package(python: str, release: str, log=sys.stderr) -> None:
+    """Our package in a venv made by other hands (`measure_targets --venvs`): installed from
+    this checkout unless it imports there from it already."""
+    source = package_source()
+    probe = subprocess.run([python, "-c", "import cute_lowering; print(cute_lowering.__file__)"],
+                           capture_output=True, text=True)
+    if source is None or (probe.returncode == 0 and Path(probe.stdout.strip()).resolve().parents[1] == source):
+        return
+    print(f"{python}: installing our package (pip install --no-deps -e {source})", file=log)
+    install_package(python, source, release)
+
+
 def venv_python(release: str, cache_dir: str | os.PathLike | None = None, log=sys.stderr) -> str:
     """The interpreter of `release`'s venv, made (or completed) here if needed; `ReleaseError` if it cannot be."""
     check_release(release)
     root = venv_root(release, cache_dir)
     python = root / "bin" / "python"
     wanted = requirements(release)
+    source = package_source()
+    if source is None:
+        raise ReleaseError("the release venvs get our package installed from a source checkout, and this "
+                           "cute_lowering is installed from a wheel: run it from a checkout "
+                           "(pip install -e <checkout>)", release, usage=False)
     marker = root / OK_MARKER
     if marker.exists() and python.exists():
-        if marker.read_text(encoding="utf-8").split("\n") == wanted:
+        if marker.read_text(encoding="utf-8").split("\n") == [*wanted, package_line(source)]:
             return str(python)
-        print(f"matrix: {root}: installing what it lacks ({' '.join(wanted[1:])})", file=log)
+        print(f"matrix: {root}: installing what it lacks ({' '.join(wanted[1:])}, our package from {source})",
+              file=log)
         created = False
     else:
         print(f"matrix: creating {root} (pip install {' '.join(wanted)})", file=log)
@@ -98,7 +154,8 @@ def venv_python(release: str, cache_dir: str | os.PathLike | None = None, log=sy
                 raise ReleaseError(f"no release {release} of {CUTEDSL} can be installed here (pip: {said})",
                                    release, usage=True)
             raise ReleaseError(f"pip could not install {' '.join(wanted)} into {root}: {said}", release, usage=False)
-        marker.write_text("\n".join(wanted), encoding="utf-8")
+        install_package(str(python), source, release)
+        marker.write_text("\n".join([*wanted, package_line(source)]), encoding="utf-8")
     except BaseException:  # KeyboardInterrupt too: no half-made venv is left for a later run to use
         shutil.rmtree(root, ignore_errors=True)
         raise
