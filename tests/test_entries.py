@@ -30,7 +30,7 @@ ENTRIES = [
     ("lowering-opt-list-passes", [str(BIN / "lowering-opt"), "--list-passes"]),
     ("lowering-opt-ir", [str(BIN / "lowering-opt"), EXAMPLE, "-p", "builtin.module(fptosi-to-ptx)"]),
     ("lowering-repro-list", [str(BIN / "lowering-repro"), "list"]),
-    ("m-lowering.targets", [sys.executable, "-m", "lowering.targets"]),
+    ("m-cute_lowering.targets", [sys.executable, "-m", "cute_lowering.targets"]),
 ]
 
 
