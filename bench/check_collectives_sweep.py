@@ -61,8 +61,8 @@ class Recorder:
 
 def check(module, function_name: str) -> dict:
     """check_collectives on one module: time, collectives seen, errors and warnings."""
-    from lowering.analysis.collective_ops import collective_of
-    from lowering.passes.check_collectives import check_collectives
+    from cute_lowering.analysis.collective_ops import collective_of
+    from cute_lowering.passes.check_collectives import check_collectives
 
     start = time.perf_counter()
     diagnostics = check_collectives(module)
@@ -78,7 +78,7 @@ def check(module, function_name: str) -> dict:
                         seen[found.op + (f"[{found.atom}]" if found.atom else "")] += 1
                     walk(inner.operation)
 
-    from lowering.mlir import inert_values
+    from cute_lowering.mlir import inert_values
 
     with inert_values():  # reading operands must not build CuTeDSL wrappers (they create ops)
         walk(module.operation)
@@ -90,17 +90,17 @@ def check(module, function_name: str) -> dict:
 
 
 def check_text(function_name: str, text: str) -> dict:
-    from lowering.mlir import new_context, parse_module
+    from cute_lowering.mlir import new_context, parse_module
 
     with new_context() as context:
         return check(parse_module(text, context), function_name)
 
 
 def run_builders(builders: list[tuple[str, object]], arch: str, in_hook: bool = False) -> list[dict]:
-    from lowering.cutedsl import dsl_singletons
-    from lowering.mlir import warm_value_casters
+    from cute_lowering.cutedsl import dsl_singletons
+    from cute_lowering.mlir import warm_value_casters
 
-    # what `lowering.prelowering` does before any compile: the one-time probe of CuTeDSL's
+    # what `cute_lowering.prelowering` does before any compile: the one-time probe of CuTeDSL's
     # value casters is not charged to the first kernel's analysis
     warm_value_casters()
     recorder = Recorder(in_hook)
@@ -141,7 +141,7 @@ def run_builders(builders: list[tuple[str, object]], arch: str, in_hook: bool = 
 
 # --- the families ---------------------------------------------------------------------------
 def ours(arch: str) -> list:
-    from kernels import fmha, nvfp4
+    from cute_lowering.kernels import fmha, nvfp4
 
     builders = []
     for dtype in ("bfloat16", "float16", "float32"):
@@ -172,7 +172,7 @@ def ours(arch: str) -> list:
             builders.append((name, lambda p=path, f=f: compile_attention(arch=arch, path=p, **f)))
     # the decode path (kernels/fmha_decode.py): the <= 16-row kernel with its last-CTA combine
     # (key_warps) and the 64-row kernel + combine kernel; (has_left, has_right, has_sink)
-    from kernels import fmha_decode
+    from cute_lowering.kernels import fmha_decode
 
     compile_decode = getattr(fmha_decode.compile_decode, "__wrapped__", fmha_decode.compile_decode)
     for key_warps in (True, False):

@@ -32,10 +32,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import narrow_float_kernels as kernels  # noqa: E402
 from sass import NoDisassembler, disassemble, disassembler  # noqa: E402
 
-import lowering.passes.truncf_to_select as truncf  # noqa: E402
-from lowering.cutedsl import compile_ir, trace_ir  # noqa: E402
-from lowering.mlir import arith, new_context, parse_module  # noqa: E402
-from lowering.pipeline import run_pipeline  # noqa: E402
+import cute_lowering.passes.truncf_to_select as truncf  # noqa: E402
+from cute_lowering.cutedsl import compile_ir, trace_ir  # noqa: E402
+from cute_lowering.mlir import arith, new_context, parse_module  # noqa: E402
+from cute_lowering.pipeline import run_pipeline  # noqa: E402
 
 FORMULATIONS = {
     # name: (kernel case, pipeline)

@@ -29,7 +29,7 @@ def main(out: pathlib.Path):
     import torch.nn.functional as F
 
     from cuda_timing import median_ms
-    from kernels import fmha, nvfp4
+    from cute_lowering.kernels import fmha, nvfp4
     from nvfp4_bench import torch_global_scale, torch_quantize
 
     out.mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import references as ref  # noqa: E402
 
-from lowering.hostjit import all_bit_patterns, host_conversion, run_chunks  # noqa: E402
+from cute_lowering.hostjit import all_bit_patterns, host_conversion, run_chunks  # noqa: E402
 
 CASES = {
     "e2m1": ("f4E2M1FN", None, None),

@@ -1,14 +1,14 @@
 """FlashAttention-4 with and without our hook, and FA4 against our FMHA (H200).
 
     python bench/fa4_compare.py outputs --out plain.pt                      # FA4 as shipped
-    python -m lowering.run bench/fa4_compare.py outputs --out hooked.pt      # FA4 + auto hook
+    python -m cute_lowering.run bench/fa4_compare.py outputs --out hooked.pt      # FA4 + auto hook
     python bench/fa4_compare.py compare plain.pt hooked.pt
     python bench/fa4_compare.py bench --out fa4_bench.json
 
 `outputs` runs FA4's forward (flash-attn-4 4.0.0b36, its own CuTeDSL kernels) on fixed
-random inputs and saves out and LSE; under `python -m lowering.run` every one of its
+random inputs and saves out and LSE; under `python -m cute_lowering.run` every one of its
 compiles goes through our `auto` pipeline first, and what our passes did is saved too.
-`compare` demands bit-identical tensors. `bench` times FA4 and `kernels.fmha` on the
+`compare` demands bit-identical tensors. `bench` times FA4 and `cute_lowering.kernels.fmha` on the
 issue's shapes in one process (median of CUDA-event timings, TFLOP/s counting only the
 unmasked score area): "ours" is the default path (wgmma on the H200), "ours_mma_sync"
 the mma.sync path on the same inputs; it writes only its --out file. The comparison with
@@ -66,7 +66,7 @@ def inputs(b, h, hkv, s, d, sink, seed=0):
 
 
 def outputs(path):
-    import lowering
+    import cute_lowering
 
     saved = {}
     for case in OUTPUT_CASES:
@@ -77,7 +77,7 @@ def outputs(path):
     reports = [
         {"function": r.function, "arch": r.arch, "pipeline": r.pipeline, "seconds": r.seconds,
          "passes": {p.name: p.counts for p in r.passes}}
-        for r in lowering.reports()
+        for r in cute_lowering.reports()
     ]
     torch.save({"tensors": saved, "reports": reports}, path)
     print(f"{len(saved)} cases, {len(reports)} compiles went through our passes")
@@ -115,7 +115,7 @@ def score_pairs(s, causal, window):
 
 
 def bench(out_path):
-    from kernels import fmha
+    from cute_lowering.kernels import fmha
 
     rows, gpu, today = [], torch.cuda.get_device_name(), datetime.date.today().isoformat()
     for b, h, s, d, causal, window, sink in BENCH_CASES:

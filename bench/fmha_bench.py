@@ -59,7 +59,7 @@ def main():
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    from kernels import fmha
+    from cute_lowering.kernels import fmha
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=pathlib.Path, required=True)

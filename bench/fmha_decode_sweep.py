@@ -51,7 +51,7 @@ def main():
     import torch
 
     from fmha_peers import case_name, make_inputs, time_ms
-    from kernels import fmha, fmha_decode, fmha_sm90, ops
+    from cute_lowering.kernels import fmha, fmha_decode, fmha_sm90, ops
 
     args.out.mkdir(parents=True, exist_ok=True)
     sms = torch.cuda.get_device_properties(0).multi_processor_count

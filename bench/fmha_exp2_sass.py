@@ -37,7 +37,7 @@ def _opcodes(sass: str) -> collections.Counter:
 
 
 def main():
-    from kernels import fmha
+    from cute_lowering.kernels import fmha
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--arch", default="sm_90a")

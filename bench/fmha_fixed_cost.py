@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from fmha_peers import implementations, make_inputs, time_ms
-    from kernels import fmha
+    from cute_lowering.kernels import fmha
 
     rows = []
     for sq in sqs:

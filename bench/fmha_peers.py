@@ -7,7 +7,7 @@ The timer is `bench/cuda_timing.gpu_ms` (median CUDA-event time per call, the L2
 before every call and the host's launch cost hidden behind a GPU spin, so a peer with a slow
 Python wrapper is not timed waiting for its own launch; host cost is bench/host_cost.py's),
 the same for every implementation, on the same inputs, in the same process:
-  ours   `kernels.fmha.attention` (path "auto": the wgmma kernel on the H200)
+  ours   `cute_lowering.kernels.fmha.attention` (path "auto": the wgmma kernel on the H200)
   fa3    FlashAttention-3's Hopper forward (the `fa3-fwd` wheel: `fa3_fwd_interface.flash_attn_func`)
   fa4    FlashAttention-4 4.0.0b36 (`flash_attn.cute.flash_attn_func`, its sm90 path)
   cudnn  torch SDPA restricted to the cuDNN backend ([B, H, S, D] views, GQA by enable_gqa)
@@ -15,7 +15,7 @@ A peer that cannot run a case (cuDNN: windows, sinks; FA3: sinks) is left out of
 
 Cases: the issue's table (ISSUE_CASES), decode / short-query shapes (DECODE_CASES: GQA 8:1;
 FA3 with its split-KV heuristic, num_splits=0; FA4 has no split-KV on sm_90; ours is path "auto",
-which takes `kernels.fmha_decode` (split-KV) where its `choose_splits` says so, and these rows
+which takes `cute_lowering.kernels.fmha_decode` (split-KV) where its `choose_splits` says so, and these rows
 also time our wgmma, decode and decode_wgmma paths as `ours_wgmma`, `ours_decode`,
 `ours_decode_wgmma`, not peers), and the
 NVFP4 epilogue (NVFP4_CASES: the fused `out_format="nvfp4"` call against the bf16-output
@@ -25,7 +25,7 @@ on): max |out - ref| against the float64 reference for ours, FA3 and FA4 on the 
 ours must not exceed the larger of theirs.
 
 TFLOP/s = 4 * B * Hq * D * (unmasked (query, key) pairs). `--variants` also times our kernel
-with other knob settings (VARIANTS: `kernels.fmha_sm90_knobs.Knobs` values, passed down by
+with other knob settings (VARIANTS: `cute_lowering.kernels.fmha_sm90_knobs.Knobs` values, passed down by
 `fmha.attention_with_knobs`) on VARIANT_CASES. (An older kernel is
 timed from a checkout of its commit: the variant that swapped a kernel file from git history
 into the launch path left with it, 2026-12-04.)
@@ -98,7 +98,7 @@ def _cand(d64c=(128, 128), **knobs):
     return {"tiles": {**_T128, (64, False): (192, 128), (64, True): d64c}, "persistent": True, "pingpong": pp, **knobs}
 
 
-# name: {knob: value}: fields of kernels.fmha_sm90_knobs.Knobs, or "fmha_decode.NAME" for a knob of that module
+# name: {knob: value}: fields of cute_lowering.kernels.fmha_sm90_knobs.Knobs, or "fmha_decode.NAME" for a knob of that module
 # (a name may carry a suffix "#2" to time the same variant again later in the run)
 _D64_ONLY = {(64, False): True, (64, True): True, (128, False): False, (128, True): False}
 _D64_UNMASKED = {(64, False): True, (64, True): False, (128, False): False, (128, True): False}
@@ -354,13 +354,13 @@ def make_inputs(torch, case, seed=0):
 def implementations(torch, case, q, k, v, sinks, split: bool):
     """name -> a callable returning out [B, Sq, H, D], for every implementation that takes this case."""
     b, h, hkv, sq, sk, d, causal, window, sink = case
-    from kernels import fmha
+    from cute_lowering.kernels import fmha
 
     impls = {"ours": lambda: fmha.attention(q, k, v, causal=causal, window=window, sink=sinks)}
     if split:  # the decode rows: our wgmma path too, what the decode path is worth (not a peer)
         impls["ours_wgmma"] = lambda: fmha.attention(q, k, v, causal=causal, window=window, sink=sinks, path="wgmma")
         impls["ours_decode"] = lambda: fmha.attention(q, k, v, causal=causal, window=window, sink=sinks, path="decode")
-        from kernels import fmha_sm90
+        from cute_lowering.kernels import fmha_sm90
 
         if fmha_sm90.packed_groups(h // hkv):
             impls["ours_decode_wgmma"] = lambda: fmha.attention(q, k, v, causal=causal, window=window, sink=sinks, path="decode_wgmma")
@@ -428,7 +428,7 @@ def peers_table(torch, cases, split: bool, rows: list, kind: str):
 
 
 def accuracy(torch, rows: list, cases=ACCURACY_CASES, split: bool = False):
-    from kernels import fmha
+    from cute_lowering.kernels import fmha
 
     for case in cases:
         q, k, v, sinks = make_inputs(torch, case, seed=7)
@@ -450,7 +450,7 @@ def accuracy(torch, rows: list, cases=ACCURACY_CASES, split: bool = False):
 def nvfp4_row(torch, nvfp4_case, attention=None) -> dict:
     """One NVFP4_CASES row: the bf16 call, the fused call and bf16 + `nvfp4.quantize`, timed; the bytes compared.
     `attention`: `fmha.attention` or a variant's (`fmha.attention_with_knobs` with its knobs)."""
-    from kernels import fmha, nvfp4
+    from cute_lowering.kernels import fmha, nvfp4
 
     attention = fmha.attention if attention is None else attention
     b, h, s, d, causal = nvfp4_case
@@ -480,7 +480,7 @@ def nvfp4_epilogue(torch, rows: list):
 
 def variant_knobs(name: str):
     """(the wgmma paths' `Knobs`, {fmha_decode knob: value}) of VARIANTS[name] (a "#2" suffix ignored)."""
-    from kernels.fmha_sm90_knobs import DEFAULT_KNOBS
+    from cute_lowering.kernels.fmha_sm90_knobs import DEFAULT_KNOBS
 
     variant = VARIANTS[name.split("#")[0]]
     decode = {knob.removeprefix("fmha_decode."): value for knob, value in variant.items() if knob.startswith("fmha_decode.")}
@@ -492,7 +492,7 @@ def variants(torch, names, rows: list, cases=VARIANT_CASES):
     """Each variant's accuracy, then its times: the wgmma paths' knobs passed down the call
     (`fmha.attention_with_knobs`); fmha_decode's, which are still that module's, set for the
     variant and restored after it."""
-    from kernels import fmha, fmha_decode, ops
+    from cute_lowering.kernels import fmha, fmha_decode, ops
 
     decode_saved = {k: getattr(fmha_decode, k) for k in ("COMBINE_PDL", "PDL_TRIGGER", "KEY_WARPS_STAGES")}  # the fmha_decode knobs a variant may name
     for name in names:

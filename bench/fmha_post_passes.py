@@ -41,15 +41,15 @@ def worker(post: str, cases: list[str], outputs: str) -> None:
 
     import torch
 
-    import lowering
+    import cute_lowering
     from cuda_timing import gpu_ms
-    from kernels import fmha
+    from cute_lowering.kernels import fmha
 
     for text in cases:
         b, h, s, d, causal = _case(text)
         gen = torch.Generator(device="cuda").manual_seed(0)
         q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(3))
-        ctx = lowering.prelowering(post=post) if post else contextlib.nullcontext()
+        ctx = cute_lowering.prelowering(post=post) if post else contextlib.nullcontext()
         with ctx:  # the first call builds (inside: with the post passes)
             out = fmha.attention(q, k, v, causal=causal)
         torch.cuda.synchronize()

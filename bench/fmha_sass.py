@@ -3,7 +3,7 @@
     python bench/fmha_sass.py [--variants now,stmatrix] [--head-dim 128] [--causal] [--wide-keys] [--out DIR]
 
 Each variant (a name of `fmha_peers.VARIANTS`, "now" for the knobs as they are) is compiled
-for sm_90a through the hook (`kernels.fmha_sm90._compile`, bf16, no sink), its cubin
+for sm_90a through the hook (`cute_lowering.kernels.fmha_sm90._compile`, bf16, no sink), its cubin
 disassembled (`bench/sass.py`: cuobjdump or nvdisasm), and every loop that issues wgmmas
 (`HGMMA`) and holds no other such loop (mbarrier retry loops may lie inside) printed with its size and the opcodes the softmax and P's
 conversion are made of (`--every-loop`: the enclosing spans too).
@@ -36,8 +36,8 @@ def variant_sass(name: str, head_dim: int, causal: bool, workdir: str, wide_keys
     config_for: no module is touched); `wide_keys`: the build for calls with at least
     `wide_keys_min` keys (`wide_key_tiles`)."""
     from fmha_peers import variant_knobs
-    from kernels import fmha_sm90
-    from kernels.fmha_sm90_knobs import DEFAULT_KNOBS
+    from cute_lowering.kernels import fmha_sm90
+    from cute_lowering.kernels.fmha_sm90_knobs import DEFAULT_KNOBS
 
     knobs = DEFAULT_KNOBS if name == "now" else variant_knobs(name)[0]  # (the fmha_decode knobs: not this build's)
     config = fmha_sm90.config_for(head_dim, False, causal, False, wide_keys, knobs=knobs)  # (causal: a right limit)

@@ -2,7 +2,7 @@
 
     python bench/fmha_sm90_knobs.py --out DIR [--iters 20]
 
-Variants change the wgmma path's knobs (`kernels.fmha_sm90_knobs.Knobs`: intra_wg_overlap,
+Variants change the wgmma path's knobs (`cute_lowering.kernels.fmha_sm90_knobs.Knobs`: intra_wg_overlap,
 stages, pingpong, tile_override), passed down the call (`fmha.attention_with_knobs`). Each is first checked against the float64 reference on a few small cases
 (causal, window + sink, GQA, tails; relative error <= 1e-2 bf16, LSE to 1e-3), then timed
 on the issue's shapes (bf16, median of CUDA-event timings, TFLOP/s over the unmasked
@@ -68,8 +68,8 @@ def main():
     import torch
 
     from cuda_timing import median_ms
-    from kernels import fmha
-    from kernels.fmha_sm90_knobs import DEFAULT_KNOBS
+    from cute_lowering.kernels import fmha
+    from cute_lowering.kernels.fmha_sm90_knobs import DEFAULT_KNOBS
 
     rows = []
     for name, knobs in VARIANTS:

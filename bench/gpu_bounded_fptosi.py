@@ -10,7 +10,7 @@ hi)))` (rne) or `Int32(clamp(x, lo, hi))` (rz), for [lo, hi] = [-8, 7] (E2M1-lik
 thresholds), [0, 15] and [-2, 1], with the clamp spelled two ways: `arch`
 (`cute.arch.fmax(cute.arch.fmin(x, hi), lo)`: nvvm.fmin/fmax, PTX min/max) and `math`
 (`cute.math.clamp`: arith.minnumf/maxnumf, which LLVM lowers with NaN tests). Each source
-is compiled (through `lowering.prelowering`, so the pass runs in CuTeDSL's own compile) as
+is compiled (through `cute_lowering.prelowering`, so the pass runs in CuTeDSL's own compile) as
   - `select`: `builtin.module(fptosi-to-select)`: compares + selects of integer constants,
     the clamp and the roundeven folded into the thresholds, no float-to-int instruction;
   - `cvt`: `builtin.module(fptosi-to-ptx)`: the clamp stays, the roundeven folds into one
@@ -76,7 +76,7 @@ from cutlass._mlir import ir  # noqa: E402
 from cutlass._mlir.dialects import arith  # noqa: E402
 from cutlass.cute.runtime import make_fake_compact_tensor  # noqa: E402
 
-import lowering  # noqa: E402
+import cute_lowering  # noqa: E402
 
 RANGES = {"-8..7": (-8, 7), "0..15": (0, 15), "-2..1": (-2, 1)}
 ROUNDINGS = ("rne", "rz")
@@ -173,9 +173,9 @@ class Build:
         # produce them (a cache hit would hand back only a path).
         dump = Path(tempfile.mkdtemp(dir=workdir))
         options = f"--gpu-arch {arch} --keep-ptx --keep-cubin --dump-dir {dump}"
-        with lowering.prelowering(pipeline) if pipeline else contextlib.nullcontext():
+        with cute_lowering.prelowering(pipeline) if pipeline else contextlib.nullcontext():
             self.compiled = cute.compile(launcher, *args, options=options, no_cache=True)
-        self.counts = dict(lowering.last_report().passes[0].counts) if pipeline else {}
+        self.counts = dict(cute_lowering.last_report().passes[0].counts) if pipeline else {}
         self.ptx = self.compiled.__ptx__ if isinstance(self.compiled.__ptx__, str) else ""
         self.sass = sass_opcodes(self.compiled.__cubin__, dump / "kernel.cubin", cuobjdump)
 
@@ -537,7 +537,7 @@ def main(argv=None) -> int:
     else:
         import torch
 
-        from kernels.torch_device import arch_of
+        from cute_lowering.kernels.torch_device import arch_of
 
         device = torch.device("cuda")
         arch = arch_of(device)

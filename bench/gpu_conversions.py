@@ -50,7 +50,7 @@ import cutlass.cute as cute  # noqa: E402
 from cutlass._mlir import ir  # noqa: E402
 from cutlass._mlir.dialects import arith  # noqa: E402
 
-import lowering  # noqa: E402
+import cute_lowering  # noqa: E402
 from cuda_timing import samples_ms  # noqa: E402
 
 THREADS = 256
@@ -100,7 +100,7 @@ def compile_form(jit_fn, args, form: str, record: dict | None = None):
     if form != "native":
 
         def hook(_owner, module, _name):
-            result = lowering.run_pipeline(module, pipeline_for(form))
+            result = cute_lowering.run_pipeline(module, pipeline_for(form))
             if record is not None:
                 for p in ("fptosi-to-ptx", "bitcast-to-ptx"):
                     for k, v in result.counts(p).items():

@@ -3,7 +3,7 @@
     python bench/gpu_narrow_conversions.py --out DIR [--log2-total 32]
 
 A CuTeDSL kernel converts with the plain `TensorSSA.to(...)`; `truncf-to-select` runs in
-the compile through `lowering.prelowering` (no arch given: always the software path,
+the compile through `cute_lowering.prelowering` (no arch given: always the software path,
 also for E4M3, which sm_90a could do in hardware). The results are compared on the GPU
 with references written here in torch, independent of the pass:
 - E2M1: the nearest of the 8 magnitudes in float64, ties to the even code; |x| > 6 and
@@ -29,7 +29,7 @@ import cutlass  # noqa: E402
 import cutlass.cute as cute  # noqa: E402
 from cutlass.cute.runtime import from_dlpack  # noqa: E402
 
-import lowering  # noqa: E402
+import cute_lowering  # noqa: E402
 from cuda_timing import median_ms  # noqa: E402
 
 THREADS = 256
@@ -55,9 +55,9 @@ def converter(target, per_thread=PER_THREAD):
 
 
 def compile_converter(target, src, dst, pipeline):
-    with lowering.prelowering(pipeline):
+    with cute_lowering.prelowering(pipeline):
         compiled = cute.compile(converter(target), from_dlpack(src, assumed_align=16), from_dlpack(dst, assumed_align=16))
-    report = lowering.last_report()
+    report = cute_lowering.last_report()
     return compiled, report
 
 

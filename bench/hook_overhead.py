@@ -3,13 +3,13 @@
     python bench/hook_overhead.py [--repeat 5] [--only gemm]
 
 For each (kernel, arch): one warm-up compile of each variant, then `--repeat` rounds of
-a plain compile and a compile inside `lowering.prelowering()` ("auto"), interleaved
+a plain compile and a compile inside `cute_lowering.prelowering()` ("auto"), interleaved
 (the order alternates each round), CuTeDSL's caches off. Prints the medians, their
-ratio, and our passes' own time (`lowering.last_report().seconds`, everything the
+ratio, and our passes' own time (`cute_lowering.last_report().seconds`, everything the
 hook does) as a share of the hooked compile. The goal: the hook adds <= 5%.
 
 Kernels: quack-kernels' GEMMs (the largest CuTeDSL kernels at hand, when quack is
-installed: `pip install -e '.[peers]'`), the NVFP4 quantize kernel of `kernels.nvfp4`
+installed: `pip install -e '.[peers]'`), the NVFP4 quantize kernel of `cute_lowering.kernels.nvfp4`
 (when importable) and the FP4 kernel of tests/narrow_float_kernels.py. Where the plain
 compile fails (FP4 on sm_90a: the reason the hook exists), only the hooked time and
 the passes' share are given.
@@ -36,8 +36,8 @@ sys.path[:0] = [os.path.join(ROOT, "tests")]
 import cutlass  # noqa: E402
 import cutlass.cute as cute  # noqa: E402
 
-import lowering  # noqa: E402
-from lowering.cutedsl import dsl_singletons  # noqa: E402
+import cute_lowering  # noqa: E402
+from cute_lowering.cutedsl import dsl_singletons  # noqa: E402
 
 
 def set_arch(arch: str) -> None:
@@ -62,7 +62,7 @@ def cases():
             found.append(("quack gemm bf16 -> fp4 (SR epilogue)", arch, lambda arch=arch: quack["gemm_fp4_out_sr"](arch)))
             found.append(("quack gemm bf16 -> fp4 (RN epilogue)", arch, lambda arch=arch: quack["gemm_fp4_out_rn"](arch)))
     try:
-        from kernels import nvfp4, nvfp4_kernels
+        from cute_lowering.kernels import nvfp4, nvfp4_kernels
 
         launcher = nvfp4_kernels._make_quantize("plain", nvfp4.BLOCKS_PER_THREAD)
         # the quantize launcher's arguments as compile_quantize traces them: pointers at a fake
@@ -70,7 +70,7 @@ def cases():
         pointers = nvfp4_kernels._pointer_args(nvfp4.INPUT_TYPES["bfloat16"], *[nvfp4_kernels._TRACE_ADDRESS] * 4)
         args = (*pointers, cutlass.Int32(nvfp4_kernels.BLOCK), nvfp4_kernels._stream_arg())
     except (ImportError, AttributeError) as e:
-        print(f"# kernels.nvfp4 not available ({type(e).__name__}: {e})", file=sys.stderr)
+        print(f"# cute_lowering.kernels.nvfp4 not available ({type(e).__name__}: {e})", file=sys.stderr)
     else:
         for arch in ("sm_90a", "sm_100a"):
             found.append(("nvfp4 quantize bf16", arch, lambda: cute.compile(launcher, *args)))
@@ -87,7 +87,7 @@ def timed(build, hooked: bool) -> dict | None:
     wall, cpu = time.perf_counter(), time.process_time()
     try:
         if hooked:
-            with lowering.prelowering():
+            with cute_lowering.prelowering():
                 build()
         else:
             build()
@@ -96,7 +96,7 @@ def timed(build, hooked: bool) -> dict | None:
     return {
         "wall": time.perf_counter() - wall,
         "cpu": time.process_time() - cpu,
-        "passes": lowering.last_report().seconds if hooked else None,
+        "passes": cute_lowering.last_report().seconds if hooked else None,
     }
 
 

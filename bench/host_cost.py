@@ -100,8 +100,8 @@ def main_gpu(out: pathlib.Path):
     import torch
     import torch.nn.functional as F
 
-    from kernels import fmha, fmha_sm80, nvfp4, nvfp4_kernels, ops
-    from kernels.torch_device import arch_of
+    from cute_lowering.kernels import fmha, fmha_sm80, nvfp4, nvfp4_kernels, ops
+    from cute_lowering.kernels.torch_device import arch_of
 
     out.mkdir(parents=True, exist_ok=True)
     dev = torch.device("cuda")

@@ -38,8 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 import torch  # noqa: E402
 
-from kernels import nvfp4  # noqa: E402
-from kernels.torch_device import arch_of  # noqa: E402
+from cute_lowering.kernels import nvfp4  # noqa: E402
+from cute_lowering.kernels.torch_device import arch_of  # noqa: E402
 from cuda_timing import graph_ms, median_ms  # noqa: E402
 
 SHAPES = [(8192, 8192), (16384, 16384), (4096, 7168)]
@@ -68,7 +68,7 @@ def torch_quantize(x, gs):
 
 
 def torch_global_scale(x):
-    """448 * 6 / amax(|x|) over the finite elements, 1 when that is 0 (kernels.nvfp4's rule)."""
+    """448 * 6 / amax(|x|) over the finite elements, 1 when that is 0 (cute_lowering.kernels.nvfp4's rule)."""
     a = x.float().abs()
     amax = torch.where(torch.isfinite(a), a, 0.0).amax()
     return torch.where(amax > 0, torch.full_like(amax, 2688.0) / amax, 1.0)

@@ -49,7 +49,7 @@ def launch_fn(torch, ops, nvfp4, x, build):
 def main(out: pathlib.Path):
     import torch
 
-    from kernels import nvfp4, ops
+    from cute_lowering.kernels import nvfp4, ops
 
     out.mkdir(parents=True, exist_ok=True)
     g = torch.Generator(device="cuda").manual_seed(0)

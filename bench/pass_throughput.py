@@ -18,8 +18,8 @@ import glob
 import os
 import time
 
-from lowering import run_pipeline
-from lowering.mlir import new_context, parse_module
+from cute_lowering import run_pipeline
+from cute_lowering.mlir import new_context, parse_module
 
 ALL_PASSES = "builtin.module(inline-asm-to-ptx,fptosi-to-ptx,bitcast-to-ptx,ptx-float-operands)"
 EACH_PASS = ["inline-asm-to-ptx", "fptosi-to-ptx", "bitcast-to-ptx", "ptx-float-operands"]
@@ -74,7 +74,7 @@ def count_ops(module) -> int:
     def visit(op):
         nonlocal count
         count += 1
-        from lowering.mlir import ir
+        from cute_lowering.mlir import ir
 
         return ir.WalkResult.ADVANCE
 

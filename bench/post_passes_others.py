@@ -17,7 +17,7 @@ Kernels (sm_90a; each is called through its own public entry point on real CUDA 
 Every variant runs in its own process (plain, post, plain, post, ... `--rounds` times): the
 peers' in-memory compile caches know nothing of our post pipeline, and FlashAttention-4's and
 quack's disk caches are turned off. In the post process the first call compiles inside
-`lowering.prelowering(post=...)`; the reports of that compile say what each post pass
+`cute_lowering.prelowering(post=...)`; the reports of that compile say what each post pass
 did (counts), so a kernel the passes left alone is told apart from one they changed. Outputs
 are saved per kernel and compared bit for bit with the plain build's; times are
 `bench/cuda_timing.gpu_ms` (the peer comparison's timer). Writes DIR/post_passes_others.json.
@@ -116,17 +116,17 @@ def worker(post: str, kernels: list[str], outputs: str, examples: str | None) ->
 
     import torch
 
-    import lowering
+    import cute_lowering
     from cuda_timing import gpu_ms
 
     for name in kernels:
         run, flops = _kernel(name, examples)
-        before = len(lowering.reports())
-        with lowering.prelowering(post=post) if post else contextlib.nullcontext():
+        before = len(cute_lowering.reports())
+        with cute_lowering.prelowering(post=post) if post else contextlib.nullcontext():
             out = run()  # the first call compiles: inside the post pipeline when there is one
         torch.cuda.synchronize()
         did = {}
-        for report in lowering.reports()[before:]:
+        for report in cute_lowering.reports()[before:]:
             for p in report.passes:
                 if p.stage == "post":
                     for key, count in p.counts.items():

@@ -52,7 +52,7 @@ MASKS = {"none": (-1, -1), "causal": (-1, 0), "window": (64, 0), "left": (64, -1
 
 def builds() -> dict:
     """{name: a function returning the compiled object}: every build the script checks."""
-    from kernels import fmha, nvfp4
+    from cute_lowering.kernels import fmha, nvfp4
 
     out = {}
 
@@ -79,7 +79,7 @@ def builds() -> dict:
         attn(f"mma_sync/sm_90a/d128/causal/sink0/bf16/exp2_fma_{impl}", head_dim=128, window=MASKS["causal"], path="mma_sync",
              exp2_on_fma=0.25, exp2_impl=impl)  # fmt: skip
 
-    from kernels import fmha_decode, fmha_sm90
+    from cute_lowering.kernels import fmha_decode, fmha_sm90
 
     def decode(name, *args, **kw):
         out[name] = lambda args=args, kw=kw: fmha_decode.compile_decode(*args, **kw)

@@ -3,7 +3,7 @@
     python bench/sanitizer_sweep.py --out DIR [--tools memcheck,racecheck,synccheck,initcheck]
         [--jobs 8] [--cases NAME,...] [--lineinfo] [--results bench/results.json]
 
-The cases (CASES below) call the public API (`kernels.fmha.attention`, `kernels.nvfp4`) as
+The cases (CASES below) call the public API (`cute_lowering.kernels.fmha.attention`, `cute_lowering.kernels.nvfp4`) as
 a user does, on small shapes chosen to reach every build that ships: FMHA wgmma and
 mma_sync, decode and decode_wgmma (fmha_decode's split and key-warps kernels, fmha_sm90's
 packed split-KV, the combine), at D=64 and D=128; causal, window, sink, GQA, Sq > Sk,
@@ -116,7 +116,7 @@ CASES.update({
 
 # --- the worker: runs cases in this process ---------------------------------------------
 def run_case(torch, case: dict) -> None:
-    from kernels import fmha, nvfp4
+    from cute_lowering.kernels import fmha, nvfp4
 
     gen = torch.Generator(device="cuda").manual_seed(0)
     if case["kind"] == "attention":
@@ -150,7 +150,7 @@ def run_case(torch, case: dict) -> None:
 def worker(names: list[str]) -> int:
     import torch
 
-    from kernels import ops
+    from cute_lowering.kernels import ops
 
     failed = 0
     for name in names:

@@ -19,7 +19,7 @@ import cutlass.cute as cute
 from cutlass.cute.nvgpu import warp
 from cutlass.cute.runtime import make_ptr
 
-from kernels import nvfp4_block
+from cute_lowering.kernels import nvfp4_block
 
 F32 = cutlass.Float32
 I32 = cutlass.Int32

@@ -19,11 +19,11 @@ A row with no visible column gives out = 0 and LSE = -inf (LSE = sink_h with a s
 never NaN.
 
 Four paths behind one API (`path=`): "mma_sync" is the kernel above; "wgmma" is
-`kernels.fmha_sm90` (warpgroup MMA, TMA, a producer warp), sm_90a only; "decode" is
-`kernels.fmha_decode` (GQA-packed rows, split-KV and a combine kernel; sm_80+), for short
+`cute_lowering.kernels.fmha_sm90` (warpgroup MMA, TMA, a producer warp), sm_90a only; "decode" is
+`cute_lowering.kernels.fmha_decode` (GQA-packed rows, split-KV and a combine kernel; sm_80+), for short
 queries over long keys; "decode_wgmma" is the same idea on wgmma (`fmha_sm90`'s packed
 split-KV kernel, then fmha_decode's combine; sm_90a, Hq / Hkv in 2, 4, ..., 128). "auto"
-(the default) takes a split-KV path per call shape (`kernels.ops`; not for NVFP4 output):
+(the default) takes a split-KV path per call shape (`cute_lowering.kernels.ops`; not for NVFP4 output):
 decode for at most 16 packed rows Hq/Hkv * Sq, decode_wgmma on sm_90a where
 `fmha_sm90.choose_splits` says so (more packed rows, 1024 keys or more, and a plain grid
 short of a wave or query tiles a quarter empty), else decode where
@@ -31,8 +31,8 @@ short of a wave or query tiles a quarter empty), else decode where
 and mma_sync elsewhere (sm_80, sm_100a), and mma_sync whenever `exp2_on_fma` asks for the
 FMA exp2, which only that path has.
 
-This module sits on top with `kernels.nvfp4` and the torch ops (`kernels.ops`, imported on
-first use: torch is optional); below it `kernels.fmha_paths` (the compile function over the
+This module sits on top with `cute_lowering.kernels.nvfp4` and the torch ops (`cute_lowering.kernels.ops`, imported on
+first use: torch is optional); below it `cute_lowering.kernels.fmha_paths` (the compile function over the
 paths), the kernel modules (`fmha_sm80`, `fmha_sm90`, `fmha_decode`), and the device helpers
 they share (`attention_parts`, `exp2`, `nvfp4_block`). Importing it needs neither torch nor a
 GPU; the compile function works on fake arguments for any target.
@@ -42,10 +42,10 @@ from __future__ import annotations
 
 import math
 
-from kernels import fmha_decode, fmha_sm80, fmha_sm90, nvfp4  # noqa: F401 (the kernel modules, by their names here as before)
-from kernels.attention_parts import LN2, LOG2E  # noqa: F401
-from kernels.fmha_paths import PATHS, _normalize_window, compile_attention, resolve_path  # noqa: F401
-from kernels.fmha_sm80 import (  # noqa: F401 (the mma_sync path's knobs and names)
+from cute_lowering.kernels import fmha_decode, fmha_sm80, fmha_sm90, nvfp4  # noqa: F401 (the kernel modules, by their names here as before)
+from cute_lowering.kernels.attention_parts import LN2, LOG2E  # noqa: F401
+from cute_lowering.kernels.fmha_paths import PATHS, _normalize_window, compile_attention, resolve_path  # noqa: F401
+from cute_lowering.kernels.fmha_sm80 import (  # noqa: F401 (the mma_sync path's knobs and names)
     ARCHS,
     BLOCK_M,
     BLOCK_N,
@@ -59,13 +59,13 @@ from kernels.fmha_sm80 import (  # noqa: F401 (the mma_sync path's knobs and nam
     _fma_cols,
     prelowering_pipeline,
 )
-from kernels.exp2 import EXP2_CLAMP, EXP2_POLY, exp2_fma_magic, exp2_fma_natural, exp2_row  # noqa: F401
-from kernels.inputs import _check_global_scale, check_attention_input, check_attention_options, check_attention_shapes  # noqa: F401
-from kernels.torch_device import torch_module
+from cute_lowering.kernels.exp2 import EXP2_CLAMP, EXP2_POLY, exp2_fma_magic, exp2_fma_natural, exp2_row  # noqa: F401
+from cute_lowering.kernels.inputs import _check_global_scale, check_attention_input, check_attention_options, check_attention_shapes  # noqa: F401
+from cute_lowering.kernels.torch_device import torch_module
 
 
 def _ops():
-    from kernels import ops  # torch, imported on first use (an optional dependency: this module imports without it)
+    from cute_lowering.kernels import ops  # torch, imported on first use (an optional dependency: this module imports without it)
 
     return ops
 
@@ -96,7 +96,7 @@ def attention(
     return LSE [B, Hq, Sq] fp32. out_format: "bf16" (the default; the output has the
     input's dtype, bf16 or fp16) or "fp16"/"float16"/"bfloat16" (must match the input);
     "nvfp4": out is (codes uint8 [B, Sq, Hq, D/2], scales float8_e4m3fn [B, Sq, Hq, D/16],
-    global_scale f32 0-d) as `kernels.nvfp4.quantize` makes them, from the epilogue
+    global_scale f32 0-d) as `cute_lowering.kernels.nvfp4.quantize` makes them, from the epilogue
     (both paths), bit-identical to quantizing the bf16/fp16 output (where the bf16 call
     computes O otherwise, by a split-KV plan or the tail split's pieces, it is that output
     through `nvfp4.quantize`: the same bits, two kernels); `global_scale`
@@ -112,7 +112,7 @@ def attention(
 
 
 def attention_with_knobs(q, k, v, *, knobs, **options):
-    """`attention(q, k, v, **options)` with `knobs`, a `kernels.fmha_sm90_knobs.Knobs`, for the
+    """`attention(q, k, v, **options)` with `knobs`, a `cute_lowering.kernels.fmha_sm90_knobs.Knobs`, for the
     wgmma paths' tuning instead of the shipped `DEFAULT_KNOBS`: for tests and sweeps (a variant
     is `dataclasses.replace(DEFAULT_KNOBS, pingpong=True)`), which then edit no module and clear
     no cache (the launch path keys its plans on the value). It calls the ops' impls directly (a

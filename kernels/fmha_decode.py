@@ -3,7 +3,7 @@
     fn = fmha_decode.compile_decode("bfloat16", 128, False, True, False, "sm_90a", key_warps=True)
     fn(q, k, v, out, lse, sink, o_partial, lse_partial, counters, b, sq, sk, hq, hkv, num_splits, scale_log2, left, right, stream)
 
-Same API and semantics as `kernels.fmha` (bottom-right aligned causal/window, sink, GQA,
+Same API and semantics as `cute_lowering.kernels.fmha` (bottom-right aligned causal/window, sink, GQA,
 LSE; a row with no visible key gives 0 and LSE -inf, or the sink). The public
 `fmha.attention` (and `cute_lowering::attention`) takes this path on its own for short
 queries (`choose_splits`); `path="decode"` forces it.
@@ -52,8 +52,8 @@ import cutlass.cute as cute
 from cutlass.cute.nvgpu import cpasync, warp
 from cutlass.cute.runtime import make_ptr
 
-import lowering
-from kernels.attention_parts import (
+import cute_lowering
+from cute_lowering.kernels.attention_parts import (
     LN2,
     LOG2E,
     add,
@@ -66,8 +66,8 @@ from kernels.attention_parts import (
     softmax_state,
     swizzled_rows_atom,
 )
-from kernels.cutedsl_compat import SmemAllocator
-from kernels.fmha_sm80 import DTYPES, HEAD_DIMS, _as_operand_a, _Fmha, _mn_view
+from cute_lowering.kernels.cutedsl_compat import SmemAllocator
+from cute_lowering.kernels.fmha_sm80 import DTYPES, HEAD_DIMS, _as_operand_a, _Fmha, _mn_view
 
 # --- tuning knobs ---------------------------------------------------------------
 BLOCK_M = 64  # packed rows per CTA: 4 warps x 16 (one m16 MMA row block each)
@@ -670,7 +670,7 @@ def _compile_decode(
 ):
     dt = DTYPES[dtype]
     kernel = _SplitKV(dt, head_dim, has_left, has_right, has_sink, key_warps, pdl, stages)
-    with lowering.prelowering(lowering.auto_pipeline(arch)):
+    with cute_lowering.prelowering(cute_lowering.auto_pipeline(arch)):
         return cute.compile(kernel, *fake_arguments(dt), options=f"--gpu-arch {arch} {options}".strip())
 
 

@@ -1,17 +1,17 @@
 """The four FMHA paths behind one compile function: which path a request takes, and its build.
 
 Owns `PATHS`, `resolve_path` (a requested path on an arch) and `compile_attention` (the
-compiled FMHA forward of one configuration: "mma_sync" is `kernels.fmha_sm80`, "wgmma" and
-"decode_wgmma" `kernels.fmha_sm90`, "decode" `kernels.fmha_decode`), and the window's
+compiled FMHA forward of one configuration: "mma_sync" is `cute_lowering.kernels.fmha_sm80`, "wgmma" and
+"decode_wgmma" `cute_lowering.kernels.fmha_sm90`, "decode" `cute_lowering.kernels.fmha_decode`), and the window's
 normal form. The per-call-shape choice of a split-KV path is the launch path's
-(`kernels.ops`). Imports only the kernel modules below it; no torch.
+(`cute_lowering.kernels.ops`). Imports only the kernel modules below it; no torch.
 """
 
 from __future__ import annotations
 
-from kernels import fmha_decode, fmha_sm80, fmha_sm90
-from kernels.fmha_sm90_knobs import DEFAULT_KNOBS
-from kernels.fmha_sm80 import DTYPES, EXP2_FMA_FRACTION, EXP2_FMA_IMPL, EXP2_FMA_IMPLS, HEAD_DIMS, _fma_cols
+from cute_lowering.kernels import fmha_decode, fmha_sm80, fmha_sm90
+from cute_lowering.kernels.fmha_sm90_knobs import DEFAULT_KNOBS
+from cute_lowering.kernels.fmha_sm80 import DTYPES, EXP2_FMA_FRACTION, EXP2_FMA_IMPL, EXP2_FMA_IMPLS, HEAD_DIMS, _fma_cols
 
 PATHS = ("auto", "mma_sync", "wgmma", "decode", "decode_wgmma")
 
@@ -89,7 +89,7 @@ def resolve_path(path: str, arch: str, fma_cols: int = 0) -> str:
     """"mma_sync", "wgmma", "decode" or "decode_wgmma" for a requested path on an arch.
 
     auto: wgmma on sm_90a, unless the FMA exp2 is asked for (the shape-dependent choice of
-    decode is made per call, in `kernels.ops`, before this).
+    decode is made per call, in `cute_lowering.kernels.ops`, before this).
     """
     if path not in PATHS:
         raise ValueError(f"path must be one of {PATHS}, not {path!r}")

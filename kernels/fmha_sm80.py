@@ -1,6 +1,6 @@
 """The mma_sync FMHA forward (FlashAttention-2 style): the kernel and its compile function.
 
-Owns `_Fmha` (the "mma_sync" path of `kernels.fmha.attention`; `kernels.fmha_decode`'s
+Owns `_Fmha` (the "mma_sync" path of `cute_lowering.kernels.fmha.attention`; `cute_lowering.kernels.fmha_decode`'s
 split-KV kernels build on it), its knobs, the mma.sync register views (`_mn_view`,
 `_as_operand_a`) and `_compile`. Semantics and the API: `kernels/fmha.py`.
 
@@ -20,7 +20,7 @@ writes it through shared memory with 16-byte stores, and writes the LSE; with
 wgmma path does the same per warpgroup).
 
 This path compiles for sm_80 and later (sm_90a, sm_100a) and is built inside
-`lowering.prelowering()`. Importing this module needs neither torch nor a GPU; the
+`cute_lowering.prelowering()`. Importing this module needs neither torch nor a GPU; the
 compile function works on fake arguments (pointers, sizes) for any target.
 """
 
@@ -33,10 +33,10 @@ import cutlass
 import cutlass.cute as cute
 from cutlass.cute.nvgpu import cpasync, warp
 
-import lowering
-from kernels.cutedsl_compat import SmemAllocator
-from kernels.exp2 import exp2_row
-from kernels.attention_parts import (
+import cute_lowering
+from cute_lowering.kernels.cutedsl_compat import SmemAllocator
+from cute_lowering.kernels.exp2 import exp2_row
+from cute_lowering.kernels.attention_parts import (
     LN2,
     bshd_tensors,
     fake_arguments,
@@ -433,7 +433,7 @@ def _fma_cols(fraction) -> int:
 
 def prelowering_pipeline(arch: str, fma_cols: int = 0, fma_impl: str = "magic") -> str:
     """Our passes for one build: `auto` for the arch, plus fptosi-/bitcast-to-ptx for the natural exp2."""
-    auto = lowering.auto_pipeline(arch)
+    auto = cute_lowering.auto_pipeline(arch)
     if fma_cols and fma_impl == "natural":
         inner = auto[len("builtin.module(") : -1]
         return f"builtin.module(fptosi-to-ptx,bitcast-to-ptx,{inner})"
@@ -444,7 +444,7 @@ def prelowering_pipeline(arch: str, fma_cols: int = 0, fma_impl: str = "magic") 
 def _compile(dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, arch: str, fma_cols: int = 0, fma_impl: str = "magic", options: str = "", nvfp4_out: bool = False):
     dt = DTYPES[dtype]
     kernel = _Fmha(dt, head_dim, has_left, has_right, has_sink, fma_cols, fma_impl, nvfp4_out)
-    with lowering.prelowering(prelowering_pipeline(arch, fma_cols, fma_impl)):
+    with cute_lowering.prelowering(prelowering_pipeline(arch, fma_cols, fma_impl)):
         return cute.compile(kernel, *fake_arguments(dt), options=f"--gpu-arch {arch} {options}".strip())
 
 

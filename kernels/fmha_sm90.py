@@ -1,8 +1,8 @@
 """FMHA forward for Hopper (sm_90a): warpgroup MMA (wgmma), TMA loads, a producer warp.
 
-Same API, semantics and masks as `kernels.fmha` (read its docstring: bottom-right aligned
+Same API, semantics and masks as `cute_lowering.kernels.fmha` (read its docstring: bottom-right aligned
 causal/window limits, per-head sink logit, GQA, LSE, rows that see nothing give out = 0
-and LSE = -inf); `kernels.fmha.attention` picks this path on sm_90a.
+and LSE = -inf); `cute_lowering.kernels.fmha.attention` picks this path on sm_90a.
 
 This file owns the planning: `config_for` (a `Knobs` value, `fmha_sm90_knobs`, -> one `Config`
 per shape class), the host-side plans (`plan_launch`: a call shape's `LaunchPlan` of tail
@@ -38,7 +38,7 @@ consumers finish the current one (Config).
   S runs while the P V wgmma does (intra_wg_overlap); with two consumers, one's softmax
   also overlaps the other's MMAs (in strict turns with pingpong).
 - Key blocks outside the query tile's causal/window limits are never loaded nor computed
-  (the loop bounds are those of `kernels.fmha`). Rows past the keys' end come in as zeros
+  (the loop bounds are those of `cute_lowering.kernels.fmha`). Rows past the keys' end come in as zeros
   from TMA (out of bounds), so no NaN * 0 reaches O.
 - Epilogue per consumer: normalize O (sink in the denominator), LSE, O to bf16/fp16
   through the warpgroup's own rows of a shared-memory O buffer (apart from Q's, so the
@@ -49,9 +49,9 @@ consumers finish the current one (Config).
 The same kernel, packed (`_PackedSplitSm90`, `compile_packed_split`; fmha's path
 "decode_wgmma" for short queries over long keys): a tile's rows are the GQA-packed rows of
 one kv head's q heads, its key blocks one of several shares (split-KV), its O and LSE f32
-partials that `kernels.fmha_decode`'s combine kernel merges (`choose_splits` says when).
+partials that `cute_lowering.kernels.fmha_decode`'s combine kernel merges (`choose_splits` says when).
 
-Compiles for sm_90a only (wgmma, setmaxnreg), inside `lowering.prelowering()`, with no GPU
+Compiles for sm_90a only (wgmma, setmaxnreg), inside `cute_lowering.prelowering()`, with no GPU
 (fake pointers and sizes).
 """
 
@@ -65,15 +65,15 @@ import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
 
-import lowering
-from kernels import fmha_decode
-from kernels.attention_parts import fake_arguments
-from kernels.fmha_sm90_config import Config
-from kernels.fmha_sm90_kernel import _FmhaSm90
-from kernels.fmha_sm90_knobs import DEFAULT_KNOBS, Knobs
-from kernels.fmha_sm90_parts import F32, I32, TAIL_COMBINE_WARPS  # noqa: F401 (by their names here as before)
-from kernels.fmha_sm90_softmax import SCORE_COLUMNS_CHECK_ALL  # noqa: F401
-from kernels.fmha_sm90_split import _PackedSplitSm90
+import cute_lowering
+from cute_lowering.kernels import fmha_decode
+from cute_lowering.kernels.attention_parts import fake_arguments
+from cute_lowering.kernels.fmha_sm90_config import Config
+from cute_lowering.kernels.fmha_sm90_kernel import _FmhaSm90
+from cute_lowering.kernels.fmha_sm90_knobs import DEFAULT_KNOBS, Knobs
+from cute_lowering.kernels.fmha_sm90_parts import F32, I32, TAIL_COMBINE_WARPS  # noqa: F401 (by their names here as before)
+from cute_lowering.kernels.fmha_sm90_softmax import SCORE_COLUMNS_CHECK_ALL  # noqa: F401
+from cute_lowering.kernels.fmha_sm90_split import _PackedSplitSm90
 
 HEAD_DIMS = (64, 128)
 SHARED_MEMORY_BYTES = 227 * 1024  # sm_90a: the most dynamic shared memory one CTA may take
@@ -179,7 +179,7 @@ def config_for(
 
 class LaunchPlan(NamedTuple):
     """One call shape's launch of the wgmma kernel, computed once (`plan_launch`) and handed to
-    the launch (`kernels.ops` keeps one a call shape): the build, the tail split's pieces and
+    the launch (`cute_lowering.kernels.ops` keeps one a call shape): the build, the tail split's pieces and
     the scratch that they and the dynamic scheduler need."""
 
     config: Config  # the build (config_for of the shape class)
@@ -205,7 +205,7 @@ def tail_splits(config: Config, b: int, sq: int, sk: int, hq: int, has_sink: boo
     tail_split_max and `blocks`) of the fewest block-times, if that is at least 5% fewer than
     the plain round's: a long tile and a short last round pay (1x32x16384x128: 4 tiles left on
     132 SMs), a half-full round of short tiles does not (the partials cost what the split saves).
-    The kernel's own tile count; with tail_split off, 1 at once. (~30 us of Python: `kernels.ops`
+    The kernel's own tile count; with tail_split off, 1 at once. (~30 us of Python: `cute_lowering.kernels.ops`
     asks once per call shape.)"""
     if not config.tail_split or has_sink:
         return 1
@@ -274,7 +274,7 @@ def compile_kernel(
     wide_keys: bool = False, config: Config | None = None, knobs: Knobs = DEFAULT_KNOBS,
 ):  # fmt: skip
     """The compiled kernel for one configuration (no GPU needed). `config`: the build's Config,
-    as the caller's plan computed it once for the shape class (`kernels.ops`), or another value
+    as the caller's plan computed it once for the shape class (`cute_lowering.kernels.ops`), or another value
     for a sweep; None: `config_for` of `knobs` (`wide_keys`: the build for calls with many keys,
     `wide_keys()`)."""
     if arch not in ARCHS:
@@ -288,7 +288,7 @@ def compile_kernel(
 def _compile(dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sink: bool, arch: str, options: str, nvfp4_out: bool, config: Config):
     dt = DTYPES[dtype]
     kernel = _FmhaSm90(dt, head_dim, has_left, has_right, has_sink, nvfp4_out, config)
-    with lowering.prelowering(lowering.auto_pipeline(arch)):
+    with cute_lowering.prelowering(cute_lowering.auto_pipeline(arch)):
         return cute.compile(kernel, *fake_arguments(dt), options=f"--gpu-arch {arch} {options}".strip())
 
 
@@ -374,5 +374,5 @@ def _compile_packed_split(
     dt = DTYPES[dtype]
     kernel = _PackedSplitSm90(dt, head_dim, has_left, has_right, has_sink, False, config, group)
     kernel.pdl = pdl
-    with lowering.prelowering(lowering.auto_pipeline(arch)):
+    with cute_lowering.prelowering(cute_lowering.auto_pipeline(arch)):
         return cute.compile(kernel, *fmha_decode.fake_arguments(dt), options=f"--gpu-arch {arch} {options}".strip())

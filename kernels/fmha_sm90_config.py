@@ -1,7 +1,7 @@
 """The Hopper FMHA's configuration as one value: `Config`, what a build of `_FmhaSm90` is made of.
 
 Owns the fields (tile, ring depth, scheduling, the variants each knob of
-`kernels.fmha_sm90_knobs.Knobs` selects, named after it in the comments); `kernels.fmha_sm90.config_for`
+`cute_lowering.kernels.fmha_sm90_knobs.Knobs` selects, named after it in the comments); `cute_lowering.kernels.fmha_sm90.config_for`
 computes one per shape class from a `Knobs` value, and the kernel reads nothing else. Imports nothing of this package.
 """
 
@@ -13,7 +13,7 @@ import dataclasses
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Config:
     """One build of the Hopper FMHA kernel: tile, ring depth, scheduling and the variants the
-    knobs (`kernels.fmha_sm90_knobs.Knobs`) select for a shape class (`config_for`; the packed split-KV
+    knobs (`cute_lowering.kernels.fmha_sm90_knobs.Knobs`) select for a shape class (`config_for`; the packed split-KV
     kernel's in `compile_packed_split`). Built by keyword; the defaults are the plain kernel
     (one CTA a tile, stride order, every variant off). Hashable: it keys the compile caches
     and the launchers; a sweep builds another value (`dataclasses.replace`) and passes it down."""

@@ -13,9 +13,9 @@ import cutlass
 import cutlass.cute as cute
 from cutlass.cute.nvgpu import cpasync
 
-from kernels import fmha_decode
-from kernels.attention_parts import LN2, finish_row, store_nvfp4
-from kernels.fmha_sm90_parts import EPILOGUE_BARRIER, F32, I32, QUANTIZER_THREADS, TAIL_COMBINE_WARPS, _mn_view, _r2s_tiled_copy
+from cute_lowering.kernels import fmha_decode
+from cute_lowering.kernels.attention_parts import LN2, finish_row, store_nvfp4
+from cute_lowering.kernels.fmha_sm90_parts import EPILOGUE_BARRIER, F32, I32, QUANTIZER_THREADS, TAIL_COMBINE_WARPS, _mn_view, _r2s_tiled_copy
 
 
 class Sm90Epilogues:

@@ -5,7 +5,7 @@ kernel and of the tail split's pieces and combine), the kernel itself (shared me
 pipelines, the producer warp's loads, the consumer warpgroups' tile loop) and a key block's
 wgmmas (S = Q K^T, P's conversion, O += P V). Its scheduling, softmax/masking and epilogues
 are mixins in `fmha_sm90_schedule`, `fmha_sm90_softmax`, `fmha_sm90_epilogue`; its
-configuration (`Config`, the knobs) comes from `kernels.fmha_sm90`, which builds it.
+configuration (`Config`, the knobs) comes from `cute_lowering.kernels.fmha_sm90`, which builds it.
 The design (warpgroups, the ring, the overlap): `kernels/fmha_sm90.py`'s docstring.
 """
 
@@ -20,13 +20,13 @@ import cutlass.pipeline as pipeline
 import cutlass.utils.hopper_helpers as sm90
 from cutlass.cute.nvgpu import cpasync, warpgroup
 
-from kernels.attention_parts import nvfp4_outputs, row_copy
-from kernels.cutedsl_compat import SmemAllocator
-from kernels.fmha_sm90_config import Config
-from kernels.fmha_sm90_epilogue import Sm90Epilogues
-from kernels.fmha_sm90_schedule import Sm90Scheduling
-from kernels.fmha_sm90_parts import F32, I32, PRODUCER_REGS, QUANTIZER_REGS, QUANTIZER_THREADS, QUANTIZER_WARPS, REGISTER_FILE, TAIL_COMBINE_WARPS, TURN_BARRIER, _as_operand_a, _mn_view, _smem_layout, _wgmma_issue
-from kernels.fmha_sm90_softmax import Sm90Softmax, _rescale
+from cute_lowering.kernels.attention_parts import nvfp4_outputs, row_copy
+from cute_lowering.kernels.cutedsl_compat import SmemAllocator
+from cute_lowering.kernels.fmha_sm90_config import Config
+from cute_lowering.kernels.fmha_sm90_epilogue import Sm90Epilogues
+from cute_lowering.kernels.fmha_sm90_schedule import Sm90Scheduling
+from cute_lowering.kernels.fmha_sm90_parts import F32, I32, PRODUCER_REGS, QUANTIZER_REGS, QUANTIZER_THREADS, QUANTIZER_WARPS, REGISTER_FILE, TAIL_COMBINE_WARPS, TURN_BARRIER, _as_operand_a, _mn_view, _smem_layout, _wgmma_issue
+from cute_lowering.kernels.fmha_sm90_softmax import Sm90Softmax, _rescale
 
 
 class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):

@@ -1,9 +1,9 @@
 """The Hopper FMHA's tuning knobs as one value: `Knobs`, frozen and built by keyword.
 
-Owns every knob of the wgmma path (`kernels.fmha_sm90`: the plain kernel, its tail split and
+Owns every knob of the wgmma path (`cute_lowering.kernels.fmha_sm90`: the plain kernel, its tail split and
 the packed split-KV kernel) with its default and why it is what it is; `DEFAULT_KNOBS` is the
 shipped value. `fmha_sm90.config_for` turns a `Knobs` into one `Config` per shape class; the
-launch path (`kernels.ops`) keys its plans on the `Knobs` value it was given, so a test or a
+launch path (`cute_lowering.kernels.ops`) keys its plans on the `Knobs` value it was given, so a test or a
 sweep passes another value (`dataclasses.replace(DEFAULT_KNOBS, pingpong=True)`, or
 `Knobs(...)`) down the call instead of editing a module. Imports nothing of this package.
 
@@ -246,7 +246,7 @@ class Knobs:
     # 1% of it. 0: the linear order (query tile fastest, then head, then batch).
     section_bytes: int = 32 << 20
     # FA4's relief for MUFU: the share of each row's scores whose exp2 is a polynomial on the FMA
-    # units (kernels.exp2.exp2_fma_magic), by (head dim, crosses a diagonal); absent = 0. At D=64
+    # units (cute_lowering.kernels.exp2.exp2_fma_magic), by (head dim, crosses a diagonal); absent = 0. At D=64
     # one 64 x 128 block's 8192 exp2 take MUFU (16 a clock per SM) as long as its two wgmmas take
     # the tensor cores at their peak.
     exp2_fma: FrozenDict = FrozenDict({})

@@ -13,7 +13,7 @@ import cutlass.cute as cute
 import cutlass.utils.hopper_helpers as sm90
 from cutlass.cute.nvgpu import warpgroup
 
-from kernels.cutedsl_compat import LayoutEnum
+from cute_lowering.kernels.cutedsl_compat import LayoutEnum
 
 F32 = cutlass.Float32
 I32 = cutlass.Int32

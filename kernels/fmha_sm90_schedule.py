@@ -12,7 +12,7 @@ from __future__ import annotations
 import cutlass
 import cutlass.cute as cute
 
-from kernels.fmha_sm90_parts import I32, TURN_BARRIER
+from cute_lowering.kernels.fmha_sm90_parts import I32, TURN_BARRIER
 
 
 class Sm90Scheduling:
@@ -161,7 +161,7 @@ class Sm90Scheduling:
         sk = mK.shape[0]
         offset = sk - self.queries(mQ)
         q_first, q_last = self.query_span(m_block * self.block_m)
-        # which key blocks this query tile needs (as in kernels.fmha)
+        # which key blocks this query tile needs (as in cute_lowering.kernels.fmha)
         hi = sk
         if cutlass.const_expr(self.has_right):
             hi = cutlass.min(sk, q_last + 1 + offset + right)  # last row's last visible column + 1

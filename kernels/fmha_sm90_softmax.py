@@ -5,7 +5,7 @@ Owns `Sm90Softmax` (a mixin of `fmha_sm90_kernel._FmhaSm90`: `online_softmax` an
 interleaved form, `mask_row`, `masked_iterations`, `score_columns`) and the row arithmetic it
 shares with the epilogues (`_row_reference`: FA4's conditional rescale threshold; `_correction`;
 `_rescale`). The pieces shared with the other FMHA paths (`finish_row`, `quad_allreduce`) are
-`kernels.attention_parts`'.
+`cute_lowering.kernels.attention_parts`'.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from __future__ import annotations
 import cutlass
 import cutlass.cute as cute
 
-from kernels.attention_parts import fmax, quad_allreduce
-from kernels.exp2 import exp2_row
-from kernels.fmha_sm90_parts import F32, I32, _mn_view
+from cute_lowering.kernels.attention_parts import fmax, quad_allreduce
+from cute_lowering.kernels.exp2 import exp2_row
+from cute_lowering.kernels.fmha_sm90_parts import F32, I32, _mn_view
 
 SCORE_COLUMNS_CHECK_ALL = False  # score_columns checks every consumer thread (seconds a build; the tests)
 

@@ -1,8 +1,8 @@
 """The Hopper FMHA's packed split-KV kernel (the "decode_wgmma" path): `_PackedSplitSm90`.
 
 Owns the host function that runs `_FmhaSm90`'s kernel over GQA-packed rows and key splits
-(f32 partials) and then `kernels.fmha_decode`'s combine kernel, in one call; when it is taken
-and with how many splits is `kernels.fmha_sm90`'s planning (`choose_splits`).
+(f32 partials) and then `cute_lowering.kernels.fmha_decode`'s combine kernel, in one call; when it is taken
+and with how many splits is `cute_lowering.kernels.fmha_sm90`'s planning (`choose_splits`).
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
 
-from kernels import fmha_decode
-from kernels.attention_parts import bshd_tensors, row_copy
-from kernels.fmha_sm90_kernel import _FmhaSm90
-from kernels.fmha_sm90_parts import F32, I32
+from cute_lowering.kernels import fmha_decode
+from cute_lowering.kernels.attention_parts import bshd_tensors, row_copy
+from cute_lowering.kernels.fmha_sm90_kernel import _FmhaSm90
+from cute_lowering.kernels.fmha_sm90_parts import F32, I32
 
 
 class _PackedSplitSm90(_FmhaSm90):

@@ -2,8 +2,8 @@
 
 Owns every check on the tensors a call is given (types, dtypes, shapes, devices, alignment:
 fake tensors too), each raising with a message for the first rule broken. The ops' launch
-path (`kernels.ops`) runs one boolean expression per call and these full checks only when it
-fails; the public functions (`kernels.nvfp4`, `kernels.fmha`) run them before tracing.
+path (`cute_lowering.kernels.ops`) runs one boolean expression per call and these full checks only when it
+fails; the public functions (`cute_lowering.kernels.nvfp4`, `cute_lowering.kernels.fmha`) run them before tracing.
 Sits below both; torch is imported on first use (`torch_device.torch_module`), so importing
 this module needs no torch.
 """
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import math
 
-from kernels.fmha_paths import resolve_path
-from kernels.fmha_sm80 import EXP2_FMA_FRACTION, EXP2_FMA_IMPLS, HEAD_DIMS, _fma_cols
-from kernels.nvfp4_kernels import ALIGN_CODES, ALIGN_SCALES, ALIGN_VALUES, BLOCK, VARIANTS
-from kernels.torch_device import torch_module
+from cute_lowering.kernels.fmha_paths import resolve_path
+from cute_lowering.kernels.fmha_sm80 import EXP2_FMA_FRACTION, EXP2_FMA_IMPLS, HEAD_DIMS, _fma_cols
+from cute_lowering.kernels.nvfp4_kernels import ALIGN_CODES, ALIGN_SCALES, ALIGN_VALUES, BLOCK, VARIANTS
+from cute_lowering.kernels.torch_device import torch_module
 
 
 # --- NVFP4 ------------------------------------------------------------------------------

@@ -1,18 +1,18 @@
 """NVFP4 quantize / dequantize: the public API (`quantize`, `dequantize`, `compute_global_scale`,
-`swizzle_scales`) over the CuTeDSL kernels of `kernels.nvfp4_kernels`.
+`swizzle_scales`) over the CuTeDSL kernels of `cute_lowering.kernels.nvfp4_kernels`.
 
 The format, the kernels and their compile functions: `kernels/nvfp4_kernels.py` (its names,
 `compile_quantize` and the others, are reachable from here too). The public functions call
 the torch ops of `kernels/ops.py` (their CUDA impls directly in eager mode; torch imported on
 first use, so this module imports without torch); the full input checks, with messages, are
-`kernels.inputs`'. Importing this module needs neither torch nor a GPU.
+`cute_lowering.kernels.inputs`'. Importing this module needs neither torch nor a GPU.
 """
 
 from __future__ import annotations
 
 import cuda.bindings.driver as cuda
 
-from kernels.inputs import (  # noqa: F401 (the checks, by their names here as before)
+from cute_lowering.kernels.inputs import (  # noqa: F401 (the checks, by their names here as before)
     _check_device,
     _check_global_scale,
     _check_global_scale_shape,
@@ -21,7 +21,7 @@ from kernels.inputs import (  # noqa: F401 (the checks, by their names here as b
     check_quantize_input,
     check_quantize_shapes,
 )
-from kernels.nvfp4_block import (  # noqa: F401
+from cute_lowering.kernels.nvfp4_block import (  # noqa: F401
     ALIGN_CODES,
     ALIGN_SCALES,
     ALIGN_VALUES,
@@ -36,7 +36,7 @@ from kernels.nvfp4_block import (  # noqa: F401
     output_pointers,
     quantize_tile_rows,
 )
-from kernels.nvfp4_kernels import (  # noqa: F401 (the kernels' knobs and compile functions, by their names here as before)
+from cute_lowering.kernels.nvfp4_kernels import (  # noqa: F401 (the kernels' knobs and compile functions, by their names here as before)
     AMAX_BLOCKS_PER_THREAD,
     AMAX_CTAS,
     BLOCKS_PER_THREAD,
@@ -58,7 +58,7 @@ from kernels.nvfp4_kernels import (  # noqa: F401 (the kernels' knobs and compil
     one_launch_arch,
     quantize_arguments,
 )
-from kernels.torch_device import torch_module
+from cute_lowering.kernels.torch_device import torch_module
 
 
 def _stream(torch, device):
@@ -66,7 +66,7 @@ def _stream(torch, device):
 
 
 def _ops():
-    from kernels import ops  # torch, imported on first use (an optional dependency: this module imports without it)
+    from cute_lowering.kernels import ops  # torch, imported on first use (an optional dependency: this module imports without it)
 
     return ops
 
@@ -81,7 +81,7 @@ def compute_global_scale(x):
 
 
 def compute_global_scale_eager(x):
-    """compute_global_scale's work in eager mode (`kernels.ops.compute_global_scale_eager`)."""
+    """compute_global_scale's work in eager mode (`cute_lowering.kernels.ops.compute_global_scale_eager`)."""
     return _ops().compute_global_scale_eager(x)
 
 

@@ -3,8 +3,8 @@
 Owns: the E2M1 conversion (CuTeDSL's own, and the bit-exact `fptosi` formulation), the
 quantization of one 16-element block to E2M1 codes and its E4M3 scale (`_quantize_block`),
 the shared-memory tile epilogue `quantize_tile_rows`, and the output pointers and alignments
-of an NVFP4 tensor. The quantize kernels (`kernels.nvfp4_kernels`) and the FMHA epilogues
-(`kernels.attention_parts.store_nvfp4`) build on it, so the FMHA's NVFP4 output is
+of an NVFP4 tensor. The quantize kernels (`cute_lowering.kernels.nvfp4_kernels`) and the FMHA epilogues
+(`cute_lowering.kernels.attention_parts.store_nvfp4`) build on it, so the FMHA's NVFP4 output is
 bit-identical to `nvfp4.quantize` of its bf16 output. The format itself (TensorRT-LLM's recipe):
 `kernels/nvfp4_kernels.py`'s docstring. Imports nothing of this package; no torch.
 """

@@ -13,7 +13,7 @@ consecutive elements of a row, one f32 global scale per tensor.
 NaN/inf policy: see `kernels/reference.py` (block amax ignores NaN; NaN -> +6, ±inf -> ±6).
 
 The kernels use CuTeDSL's plain conversions and are compiled inside
-`lowering.prelowering()` ("auto"): on sm_90a our select passes rewrite the FP4
+`cute_lowering.prelowering()` ("auto"): on sm_90a our select passes rewrite the FP4
 conversions (there is no FP4 cvt before sm_100a), on sm_100a CuTeDSL's hardware path
 stays. `variant="fptosi"` builds a comparison kernel whose E2M1 code comes from
 `Int32(roundeven(clamp(...)))` and runs the bounded `fptosi-to-select` pass too.
@@ -27,7 +27,7 @@ loads of one step cover 1 KiB of consecutive bf16. Each block is 32 B (bf16) in,
 
 Owns the kernels, their knobs and compile functions (`compile_quantize`, `compile_amax`,
 `compile_global_scale`, `compile_dequantize`) and their argument builders; the block code
-they share with the FMHA epilogues is `kernels.nvfp4_block`, the torch API `kernels.nvfp4`.
+they share with the FMHA epilogues is `cute_lowering.kernels.nvfp4_block`, the torch API `cute_lowering.kernels.nvfp4`.
 Importing this module needs neither torch nor a GPU; the compile functions work
 without a GPU (fake tensors) for any target.
 """
@@ -43,9 +43,9 @@ from cutlass._mlir.dialects import llvm, nvvm
 from cutlass.cute.runtime import make_ptr
 from cutlass.cutlass_dsl import dsl_user_op
 
-import lowering
-from kernels.cutedsl_compat import SmemAllocator
-from kernels.nvfp4_block import (  # noqa: F401 (GLOBAL_SCALE_NUMERATOR, output_pointers, ...: the module's names as before)
+import cute_lowering
+from cute_lowering.kernels.cutedsl_compat import SmemAllocator
+from cute_lowering.kernels.nvfp4_block import (  # noqa: F401 (GLOBAL_SCALE_NUMERATOR, output_pointers, ...: the module's names as before)
     ALIGN_CODES,
     ALIGN_SCALES,
     ALIGN_VALUES,
@@ -62,7 +62,7 @@ from kernels.nvfp4_block import (  # noqa: F401 (GLOBAL_SCALE_NUMERATOR, output_
     output_pointers,
     quantize_tile_rows,
 )
-from lowering.targets import check_target, sm_version
+from cute_lowering.targets import check_target, sm_version
 
 # --- tuning knobs ---------------------------------------------------------------
 THREADS = 256  # threads per CTA
@@ -399,7 +399,7 @@ TVM_FFI_OPTION = "--enable-tvm-ffi"
 
 def _build(fn, args, arch: str, pipeline: str, tvm_ffi: bool = False):
     opts = " ".join(([f"--gpu-arch {check_target(arch)}"] if arch else []) + ([TVM_FFI_OPTION] if tvm_ffi else []))
-    with lowering.prelowering(pipeline):
+    with cute_lowering.prelowering(pipeline):
         return cute.compile(fn, *args, cutlass.Int32(BLOCK), _stream_arg(), **({"options": opts} if opts else {}))
 
 
@@ -427,7 +427,7 @@ def compile_quantize(
     - "cluster": one launch, the grid one cluster (sm_90 and later: `one_launch_arch`);
       arguments x, q, s, global_scale_out, n, stream. Each of its CTAs quantizes one tile,
       so it covers n <= ONE_LAUNCH_MAX_ELEMENTS only, with the default `per_thread`: the
-      caller keeps to that (`kernels.ops` takes the "partials" build beyond it).
+      caller keeps to that (`cute_lowering.kernels.ops` takes the "partials" build beyond it).
     `tvm_ffi`: the TVM-FFI calling convention (see TVM_FFI_OPTION). Works without a
     GPU for any arch.
     """

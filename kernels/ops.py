@@ -13,8 +13,8 @@ float8_e4m3fn. Each op is a `torch.library` schema with a Python kernel (see "th
 below for why not `custom_op`) and a fake impl that gives the exact output shapes and
 dtypes and applies the same shape/dtype rules as the CUDA impl, so
 `torch.compile(fullgraph=True)` traces a model that calls them without a graph break,
-and wrong shapes fail while tracing. The public functions (`kernels.nvfp4.quantize`,
-`dequantize`, `compute_global_scale`, `kernels.fmha.attention`) call the ops while torch
+and wrong shapes fail while tracing. The public functions (`cute_lowering.kernels.nvfp4.quantize`,
+`dequantize`, `compute_global_scale`, `cute_lowering.kernels.fmha.attention`) call the ops while torch
 compiles (or for tensor subclasses: fake, functional) and the ops' CUDA impls directly
 otherwise (the dispatcher's ~2 us a call saved). One implementation either way.
 
@@ -41,15 +41,15 @@ except ModuleNotFoundError as e:  # torch is optional: say which extra brings it
     if e.name != "torch":
         raise
     raise ModuleNotFoundError(
-        "kernels.ops (the torch ops) needs torch, an optional dependency: install the extra `torch`, "
+        "cute_lowering.kernels.ops (the torch ops) needs torch, an optional dependency: install the extra `torch`, "
         "pip install -e '.[torch]' (on a CPU-only machine install the CPU torch first: README, \"Torch ops\")",
         name="torch") from None
 from torch import Tensor
 
-from kernels import fmha_decode, fmha_paths, fmha_sm80, fmha_sm90, inputs, nvfp4_kernels
-from kernels.attention_parts import LOG2E
-from kernels.fmha_sm90_knobs import DEFAULT_KNOBS, Knobs
-from kernels.torch_device import arch_of
+from cute_lowering.kernels import fmha_decode, fmha_paths, fmha_sm80, fmha_sm90, inputs, nvfp4_kernels
+from cute_lowering.kernels.attention_parts import LOG2E
+from cute_lowering.kernels.fmha_sm90_knobs import DEFAULT_KNOBS, Knobs
+from cute_lowering.kernels.torch_device import arch_of
 
 _F32 = torch.float32
 _U8 = torch.uint8
@@ -566,7 +566,7 @@ def attention_impl(
 ) -> tuple[Tensor, Tensor]:  # fmt: skip
     """(out [B, Sq, Hq, D], lse [B, Hq, Sq] f32); window sides -1 = unbounded (causal: right = 0).
     `knobs`: the wgmma paths' `fmha_sm90_knobs.Knobs` (None: DEFAULT_KNOBS); not an op argument
-    (the op always takes the defaults), a direct call's only (`kernels.fmha.attention_with_knobs`)."""
+    (the op always takes the defaults), a direct call's only (`cute_lowering.kernels.fmha.attention_with_knobs`)."""
     knobs = DEFAULT_KNOBS if knobs is None else knobs
     return _attention_run(q, k, v, sink, softmax_scale, window_left, window_right, path, exp2_on_fma, exp2_impl, None, knobs)
 
@@ -642,7 +642,7 @@ nvfp4_dequantize = _define(
 
 
 def compute_global_scale_eager(x):
-    """`kernels.nvfp4.compute_global_scale`'s work (the op's CUDA impl): on a CUDA tensor whose elements split into 16-element
+    """`cute_lowering.kernels.nvfp4.compute_global_scale`'s work (the op's CUDA impl): on a CUDA tensor whose elements split into 16-element
     blocks one CuTeDSL build (`compile_global_scale`: x read once); otherwise torch ops."""
     if x.numel() == 0:
         return torch.ones((), dtype=torch.float32, device=x.device)

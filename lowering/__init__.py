@@ -1,15 +1,15 @@
 """cute-lowering: MLIR passes that rewrite float conversions before CuTeDSL's pipeline.
 
-    from lowering import run_pipeline
+    from cute_lowering import run_pipeline
     result = run_pipeline(module, "builtin.module(fptosi-to-ptx,bitcast-to-ptx)")
     result.counts("fptosi-to-ptx")  # {'rewritten': 3, 'left': 0, 'folded': 1}
 
-    with lowering.prelowering():            # inside CuTeDSL builds (see lowering/hook.py)
+    with cute_lowering.prelowering():            # inside CuTeDSL builds (see lowering/hook.py)
         cute.compile(kernel, *args)
 """
 
-from lowering.diagnostics import Diagnostic, LoweringError, SourceBuffer
-from lowering.hook import (
+from cute_lowering.diagnostics import Diagnostic, LoweringError, SourceBuffer
+from cute_lowering.hook import (
     PreloweringError,
     PreloweringReport,
     auto_pipeline,
@@ -20,9 +20,9 @@ from lowering.hook import (
     reports,
     uninstall,
 )
-from lowering.passes.check_collectives import check_collectives
-from lowering.pipeline import Pipeline, PipelineResult, run_pipeline
-from lowering.registry import get_pass, list_passes
+from cute_lowering.passes.check_collectives import check_collectives
+from cute_lowering.pipeline import Pipeline, PipelineResult, run_pipeline
+from cute_lowering.registry import get_pass, list_passes
 
 __all__ = [
     "PreloweringError",

@@ -13,8 +13,8 @@ import os
 import tempfile
 from typing import Any
 
-from lowering.diagnostics import SourceBuffer, from_mlir_error
-from lowering.mlir import ir, new_context, parse_module, passmanager
+from cute_lowering.diagnostics import SourceBuffer, from_mlir_error
+from cute_lowering.mlir import ir, new_context, parse_module, passmanager
 
 
 def pipeline_string(arch: str, opt_level: int = 3, ptx_prefix: str | None = None) -> str:
@@ -22,7 +22,7 @@ def pipeline_string(arch: str, opt_level: int = 3, ptx_prefix: str | None = None
     plus `preprocess_pipeline`), with an optional PTX dump. The releases of the supported
     range differ in two options (as `lowering-repro`'s captured strings show): 4.7 added
     `enable-pyir=false`, 4.8 `check-inline-asm=false`; cute-to-nvvm rejects an unknown one."""
-    from lowering.targets import cutedsl_release
+    from cute_lowering.targets import cutedsl_release
 
     release = tuple(int(p) for p in cutedsl_release().split(".")[:2] if p.isdigit())
     dump = f" dump-ptx-path={ptx_prefix}" if ptx_prefix else ""
@@ -101,7 +101,7 @@ def compile_post_ir(text: str, arch: str = "sm_90a", opt_level: int = 3) -> tupl
     """(PTX, cubin) of a lowered module's text (a `*.post.mlir` dump, after post passes or not),
     through what CuTeDSL's pipeline runs after `cute-to-nvvm{llvm-only=true}`. The target is the
     one recorded in the module's `gpu.module` (`arch` only picks the pipeline's options)."""
-    from lowering.post_stage import split
+    from cute_lowering.post_stage import split
 
     with tempfile.TemporaryDirectory() as tmp, new_context() as context:
         source = SourceBuffer("<compiled>", text)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lowering.mlir import ir
+from cute_lowering.mlir import ir
 
 _PARSED_BUFFER_NAME = "-"  # the buffer name MLIR gives IR parsed from a Python string
 

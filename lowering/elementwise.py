@@ -6,7 +6,7 @@ the integer ops all accept vectors, so a vector conversion needs no unrolling.
 
 from __future__ import annotations
 
-from lowering.mlir import arith, ir
+from cute_lowering.mlir import arith, ir
 
 
 class Elementwise:

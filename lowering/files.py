@@ -23,7 +23,7 @@ import stat
 import sys
 import tempfile
 
-from lowering.diagnostics import Diagnostic, LoweringError, SourceLocation
+from cute_lowering.diagnostics import Diagnostic, LoweringError, SourceLocation
 
 STDIO = "-"
 STDIN_NAME = "<stdin>"

@@ -1,14 +1,14 @@
 """Run our passes inside CuTeDSL builds: pre passes on the traced module, post passes on the lowered one.
 
-    import lowering
+    import cute_lowering
 
-    with lowering.prelowering():             # pipeline="auto": what each target needs
+    with cute_lowering.prelowering():             # pipeline="auto": what each target needs
         compiled = cute.compile(kernel, *args)
 
-    @lowering.prelowering("builtin.module(fptosi-to-ptx,bitcast-to-ptx)")
+    @cute_lowering.prelowering("builtin.module(fptosi-to-ptx,bitcast-to-ptx)")
     def build(): ...
 
-    lowering.install()                      # process-wide; lowering.uninstall() undoes it
+    cute_lowering.install()                      # process-wide; cute_lowering.uninstall() undoes it
 
 Built on CuTeDSL's official trace-finalize hook (`BaseDSL.register_trace_finalize_hook`):
 it is called after tracing and *before* the module is hashed for CuTeDSL's in-memory
@@ -23,7 +23,7 @@ module (so CuTeDSL's caches key on them too) and `lowering/post_stage.py` runs t
 CuTeDSL's compile, between `cute-to-nvvm{llvm-only=true}` and PTX generation.
 
 `auto` is derived per compile from the compile's own arch and `lowering/targets.py`.
-Each compile leaves a `PreloweringReport` (`lowering.last_report()`), logs a summary
+Each compile leaves a `PreloweringReport` (`cute_lowering.last_report()`), logs a summary
 on the `lowering` logger, and, with `CUTE_LOWERING_DUMP=<dir>`, writes the IR before
 and after our passes (and `<function>.<arch>.post.mlir`, the lowered module the post stage
 receives: lowering/post_stage.py).
@@ -40,10 +40,10 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from lowering.diagnostics import CheckFailed, Diagnostic, LoweringError, SourceBuffer
-from lowering.pipeline import Pipeline, PipelineResult
+from cute_lowering.diagnostics import CheckFailed, Diagnostic, LoweringError, SourceBuffer
+from cute_lowering.pipeline import Pipeline, PipelineResult
 
-log = logging.getLogger("lowering")
+log = logging.getLogger("cute_lowering")
 
 ENV_PIPELINE = "CUTE_LOWERING_PIPELINE"
 ENV_DUMP = "CUTE_LOWERING_DUMP"
@@ -62,7 +62,7 @@ def auto_pipeline(arch: str) -> str:
     on every target and release of the supported range (reproducers/MATRIX.md); ask for
     them explicitly.
     """
-    from lowering.targets import check_target
+    from cute_lowering.targets import check_target
 
     check_target(arch)
     return (
@@ -229,7 +229,7 @@ def _check(pipeline: str) -> None:
     text = resolve(pipeline, "sm_90a")  # any known arch: this checks the text
     _parsed(text)
     if _staged(text).post is not None:
-        from lowering.post_stage import PostStageUnsupported, check_supported
+        from cute_lowering.post_stage import PostStageUnsupported, check_supported
 
         try:
             check_supported()
@@ -250,8 +250,8 @@ def _check_post(post: str) -> None:
 def with_posts(pipeline: str | None, posts: tuple[str, ...]) -> str:
     """`pipeline` (expanded text, or None) with the elements of `posts` appended; a pass of ours
     already there (the same text) is not run twice, MLIR's own passes always are."""
-    from lowering.pipeline import parse_pipeline
-    from lowering.registry import get_pass
+    from cute_lowering.pipeline import parse_pipeline
+    from cute_lowering.registry import get_pass
 
     elements = [e.text for e in parse_pipeline(pipeline)] if pipeline else []
     for post in posts:
@@ -261,7 +261,7 @@ def with_posts(pipeline: str | None, posts: tuple[str, ...]) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _staged(text: str):
-    from lowering.stages import split_stages
+    from cute_lowering.stages import split_stages
 
     return split_stages(text)
 
@@ -275,7 +275,7 @@ CHECKS = {
 
 def with_checks(pipeline: str | None, checks: tuple[str, ...]) -> str:
     """The check passes in front of `pipeline` (an expanded pipeline text, or None: none)."""
-    from lowering.pipeline import parse_pipeline
+    from cute_lowering.pipeline import parse_pipeline
 
     rest = [e.text for e in parse_pipeline(pipeline)] if pipeline else []
     found = [c for c in dict.fromkeys(checks) if c not in rest]
@@ -286,7 +286,7 @@ def resolve(pipeline: str, arch: str) -> str:
     """The pipeline to run for `arch`: `auto`, alone or as an element, is `auto_pipeline(arch)`."""
     if pipeline == AUTO:
         return auto_pipeline(arch)
-    from lowering.pipeline import parse_pipeline
+    from cute_lowering.pipeline import parse_pipeline
 
     elements = parse_pipeline(pipeline)
     if not any(e.name == AUTO and e.options is None and e.children is None for e in elements):
@@ -303,8 +303,8 @@ def _parsed(text: str) -> Pipeline:
 
 @functools.cache
 def _ensure_registered() -> None:
-    from lowering.cutedsl import dsl_singletons
-    from lowering.mlir import warm_value_casters
+    from cute_lowering.cutedsl import dsl_singletons
+    from cute_lowering.mlir import warm_value_casters
 
     warm_value_casters()  # not inside a trace: see its docstring
 
@@ -380,7 +380,7 @@ _awaiting_post: contextvars.ContextVar["PreloweringReport | None"] = contextvars
 
 
 def _hand_to_post_stage(owner, module, report, post: str | None, dump_prefix: str | None) -> None:
-    from lowering import post_stage
+    from cute_lowering import post_stage
 
     if post is not None:
         try:
@@ -424,7 +424,7 @@ def run_post(post: str, module, report: "PreloweringReport | None") -> None:
 
 
 def write_dump(path: str, module) -> None:
-    from lowering.files import FileWriteError, write_text
+    from cute_lowering.files import FileWriteError, write_text
 
     try:
         write_text(path, str(module))
@@ -465,7 +465,7 @@ def _dump_prefix(directory: str, function_name: str, arch: str) -> str:
 
 
 def _dump(directory: str, function_name: str, arch: str, stage: str, module) -> None:
-    from lowering.files import FileWriteError, write_text
+    from cute_lowering.files import FileWriteError, write_text
 
     try:
         os.makedirs(directory, exist_ok=True)

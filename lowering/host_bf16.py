@@ -38,8 +38,8 @@ compiles a module still holding bf16 arithmetic at -O0 (lowering/hostjit.py).
 
 from __future__ import annotations
 
-from lowering.elementwise import Elementwise
-from lowering.mlir import arith, element_type, ir
+from cute_lowering.elementwise import Elementwise
+from cute_lowering.mlir import arith, element_type, ir
 
 __all__ = ["widen_bf16"]
 

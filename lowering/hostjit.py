@@ -56,8 +56,8 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
-from lowering.host_bf16 import widen_bf16
-from lowering.mlir import execution_engine, ir, passmanager
+from cute_lowering.host_bf16 import widen_bf16
+from cute_lowering.mlir import execution_engine, ir, passmanager
 
 __all__ = [
     "HostKernel",
@@ -333,7 +333,7 @@ def compile_function(func_text: str, src_type: str, dst_type: str, body_pipeline
     `signed_result` (default: whether the text uses fptosi) picks sign extension for
     integer results narrower than their storage.
     """
-    from lowering.pipeline import run_pipeline  # late: keeps this module importable alone
+    from cute_lowering.pipeline import run_pipeline  # late: keeps this module importable alone
 
     src, dst, width = _conversion_scalars(src_type, dst_type)
     if signed_result is None:

@@ -2,20 +2,20 @@
 
 A maintenance tool of the package data beside it (`lowering/targets.py` reads the table).
 
-    python -m lowering.measure_targets                      # every release venv found (see VENVS)
-    python -m lowering.measure_targets --releases 4.8.1,4.6.2 --venvs ~/.cache/cute-lowering/venvs
+    python -m cute_lowering.measure_targets                      # every release venv found (see VENVS)
+    python -m cute_lowering.measure_targets --releases 4.8.1,4.6.2 --venvs ~/.cache/cute-lowering/venvs
 
 For each release (a venv holding that `nvidia-cutlass-dsl`; our package is installed there from
 this checkout where it does not import from it), the targets are that
 release's own `Arch` enum (aliases resolved to the target they compile for). Each
-conversion of `lowering.targets.CONVERSIONS` is a small `gpu.func` (load, convert,
+conversion of `cute_lowering.targets.CONVERSIONS` is a small `gpu.func` (load, convert,
 store; the narrow side carried as integers through `arith.bitcast`), compiled through
 the release's own `cute.compile` pipeline string to cubin (`lowering/repro/worker.py`,
 in a subprocess of that venv: an `LLVM ERROR` aborts only the worker). To keep it
 affordable, all conversions are compiled in one module first, then per (op, narrow
 type) group, and one by one only inside a group that failed. Then, with the new table
 in place, the module of all conversions is compiled again with `auto`
-(`lowering.hook.auto_pipeline`) in front, for every target: that must compile.
+(`cute_lowering.hook.auto_pipeline`) in front, for every target: that must compile.
 
 Old entries for releases not measured in this run are kept.
 """
@@ -30,9 +30,9 @@ import sys
 import time
 from pathlib import Path
 
-from lowering.hook import auto_pipeline
-from lowering.repro.runner import Worker, worker_env
-from lowering.targets import CONVERSIONS, TABLE_PATH
+from cute_lowering.hook import auto_pipeline
+from cute_lowering.repro.runner import Worker, worker_env
+from cute_lowering.targets import CONVERSIONS, TABLE_PATH
 
 VENVS = Path.home() / ".cache" / "cute-lowering" / "venvs"
 LANES = 8
@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     table = json.loads(table_path.read_text()) if table_path.exists() else {}
     table.setdefault("releases", {})
     if not args.auto_only:
-        table["command"] = "python -m lowering.measure_targets --releases " + ",".join(releases)
+        table["command"] = "python -m cute_lowering.measure_targets --releases " + ",".join(releases)
     table["conversions"] = list(CONVERSIONS)
     for release in [] if args.auto_only else releases:
         python = str(venvs / release / "bin" / "python")

@@ -295,6 +295,6 @@ def warm_value_casters() -> None:
     builds a throwaway context and CuTeDSL values (through CuTeDSL's op wrappers): run for the
     first time inside a trace-finalize hook, it corrupted a FlashAttention-4 compile
     (`malloc(): unaligned tcache chunk detected`, 3 of 3 runs); run before, the same compile
-    passes (2 of 2). `lowering.prelowering`/`install` call this before any compile."""
+    passes (2 of 2). `cute_lowering.prelowering`/`install` call this before any compile."""
     _dsl_value_casters()
     _cute_value_casters()

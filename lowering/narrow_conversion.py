@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from lowering.formats import NarrowFloat
-from lowering.mlir import element_type, ir
-from lowering.registry import flag, text
-from lowering.rewriting import Leave, RewritePass
-from lowering.vectors import is_lane_vector
+from cute_lowering.formats import NarrowFloat
+from cute_lowering.mlir import element_type, ir
+from cute_lowering.registry import flag, text
+from cute_lowering.rewriting import Leave, RewritePass
+from cute_lowering.vectors import is_lane_vector
 
-# lowering.targets is imported where it is used, not here: this module is imported with the
-# package (lowering/__init__ -> pipeline -> passes), and `python -m lowering.targets` runs
+# cute_lowering.targets is imported where it is used, not here: this module is imported with the
+# package (lowering/__init__ -> pipeline -> passes), and `python -m cute_lowering.targets` runs
 # that module as __main__ after the package's own import; had the package imported it,
 # runpy would warn ("found in sys.modules ... unpredictable behaviour") and run a second copy.
 
 
 def _check_target(arch: str) -> str:
-    from lowering.targets import check_target
+    from cute_lowering.targets import check_target
 
     return check_target(arch)
 
@@ -48,7 +48,7 @@ class NarrowConversionPass(RewritePass):
         """Leave `op` to CuTeDSL when the installed release converts exactly this (wide type,
         shape, rounding: default to nearest even) natively for the given arch
         (`lowering/targets.py`), and we may."""
-        from lowering.targets import NEAREST_EVEN, lowers_natively
+        from cute_lowering.targets import NEAREST_EVEN, lowers_natively
 
         rounding = rounding or NEAREST_EVEN
         arch = self.options["arch"]

@@ -19,10 +19,10 @@ import argparse
 import re
 import sys
 
-from lowering.closed_pipe import quiet_on_closed_stdout, stdout_closed
-from lowering.diagnostics import Diagnostic, LoweringError, SourceBuffer, SourceLocation, from_mlir_error
-from lowering.files import STDIO, FileWriteError, read_text, write_text
-from lowering.pipeline import PIPELINE_BUFFER, Pipeline, PipelineResult
+from cute_lowering.closed_pipe import quiet_on_closed_stdout, stdout_closed
+from cute_lowering.diagnostics import Diagnostic, LoweringError, SourceBuffer, SourceLocation, from_mlir_error
+from cute_lowering.files import STDIO, FileWriteError, read_text, write_text
+from cute_lowering.pipeline import PIPELINE_BUFFER, Pipeline, PipelineResult
 
 SPLIT_MARKER = re.compile(r"^// -----", re.MULTILINE)
 
@@ -72,7 +72,7 @@ STAGE_HEADINGS = {
 
 
 def list_passes(out) -> None:
-    from lowering.registry import STAGES, list_passes as registered
+    from cute_lowering.registry import STAGES, list_passes as registered
 
     for stage in STAGES:
         print(STAGE_HEADINGS[stage], file=out)
@@ -126,7 +126,7 @@ def _main(argv: list[str] | None) -> int:
         _report(e.diagnostics, None)
         return 1
 
-    from lowering.mlir import NestingTooDeep, ir, new_context, parse_module
+    from cute_lowering.mlir import NestingTooDeep, ir, new_context, parse_module
 
     outputs, results, failed = [], [], False
     for chunk in split_input(text, name, args.split_input_file):

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from lowering.diagnostics import (
+from cute_lowering.diagnostics import (
     CheckFailed,
     Diagnostic,
     DiagnosticSink,
@@ -24,10 +24,10 @@ from lowering.diagnostics import (
     SourceLocation,
     from_mlir_error,
 )
-from lowering.mlir import ir, passmanager, plain_values
-from lowering.registry import OptionError, PassInfo, get_pass
-from lowering.rewriting import PassCrash
-import lowering.passes  # noqa: F401  (each pass registers itself in the registry on import)
+from cute_lowering.mlir import ir, passmanager, plain_values
+from cute_lowering.registry import OptionError, PassInfo, get_pass
+from cute_lowering.rewriting import PassCrash
+import cute_lowering.passes  # noqa: F401  (each pass registers itself in the registry on import)
 
 PIPELINE_BUFFER = "<pass-pipeline>"
 

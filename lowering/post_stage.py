@@ -68,15 +68,15 @@ class Split:
 
 
 def _release() -> str:
-    from lowering.targets import cutedsl_release
+    from cute_lowering.targets import cutedsl_release
 
     return cutedsl_release()
 
 
 def _expanded(text: str) -> list[str]:
     """The top-level passes MLIR runs for `text` (registered pipelines expanded)."""
-    from lowering.mlir import ir, passmanager
-    from lowering.pipeline import parse_pipeline
+    from cute_lowering.mlir import ir, passmanager
+    from cute_lowering.pipeline import parse_pipeline
 
     with ir.Context():
         printed = str(passmanager.PassManager.parse(text))
@@ -91,8 +91,8 @@ def _normal(text: str) -> str:
 @functools.lru_cache(maxsize=32)
 def split(pipeline: str) -> Split:
     """Cut CuTeDSL's compile pipeline for the post stage, or raise `PostStageUnsupported`."""
-    from lowering.diagnostics import LoweringError
-    from lowering.pipeline import parse_pipeline
+    from cute_lowering.diagnostics import LoweringError
+    from cute_lowering.pipeline import parse_pipeline
 
     release = _release()
 
@@ -138,7 +138,7 @@ def split(pipeline: str) -> Split:
 
 def check_supported() -> None:
     """Raise `PostStageUnsupported` if this CuTeDSL's default compile pipeline cannot be cut."""
-    from lowering.cutedsl import pipeline_string
+    from cute_lowering.cutedsl import pipeline_string
 
     split(pipeline_string("sm_90a"))
 
@@ -146,7 +146,7 @@ def check_supported() -> None:
 # --- in a compile ---------------------------------------------------------------------
 def stamp(module, post_pipeline: str | None, dump_prefix: str | None) -> None:
     """Record on the traced module what its compile must do in the post stage (hashed by CuTeDSL)."""
-    from lowering.mlir import ir
+    from cute_lowering.mlir import ir
 
     with module.context:
         if post_pipeline is not None:
@@ -192,7 +192,7 @@ def ensure_wrapped(compiler) -> None:
 
 
 def _compile_split(compiler, original, module, pipeline, post, dump, args, kwargs):
-    from lowering import hook
+    from cute_lowering import hook
 
     try:
         parts = split(pipeline)

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 
-from lowering.mlir import create_op, defining_op, ir, llvm
-from lowering.registry import Option, choice
+from cute_lowering.mlir import create_op, defining_op, ir, llvm
+from cute_lowering.registry import Option, choice
 
 EMIT_FORMS = ("ptx", "asm")
 

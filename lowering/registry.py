@@ -140,8 +140,8 @@ def register_pass(name: str, options: tuple[Option, ...] = (), stage: str = "pre
 
 
 def get_pass(name: str) -> PassInfo | None:
-    """The pass registered under `name` (the passes register themselves when `lowering.passes`
-    is imported, which `lowering.pipeline` does: the table itself imports nothing above it)."""
+    """The pass registered under `name` (the passes register themselves when `cute_lowering.passes`
+    is imported, which `cute_lowering.pipeline` does: the table itself imports nothing above it)."""
     return _REGISTRY.get(name)
 
 

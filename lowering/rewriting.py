@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from lowering.diagnostics import DiagnosticSink, nearest_location
-from lowering.mlir import ir, rewrite
+from cute_lowering.diagnostics import DiagnosticSink, nearest_location
+from cute_lowering.mlir import ir, rewrite
 
 
 class Leave(Exception):

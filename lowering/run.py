@@ -1,4 +1,4 @@
-"""`python -m lowering.run script.py [args...]`: run an unmodified CuTeDSL script with our passes.
+"""`python -m cute_lowering.run script.py [args...]`: run an unmodified CuTeDSL script with our passes.
 
 The pipeline is `CUTE_LOWERING_PIPELINE` if set, else `auto` (what each target needs).
 """
@@ -9,8 +9,8 @@ import os
 import runpy
 import sys
 
-from lowering.closed_pipe import quiet_on_closed_stdout
-from lowering.hook import AUTO, ENV_PIPELINE, install, install_from_env
+from cute_lowering.closed_pipe import quiet_on_closed_stdout
+from cute_lowering.hook import AUTO, ENV_PIPELINE, install, install_from_env
 
 
 @quiet_on_closed_stdout
@@ -21,13 +21,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv else 2
     script = argv[0]
     if not os.path.exists(script):
-        print(f"lowering.run: error: no such script: '{script}'", file=sys.stderr)
+        print(f"cute_lowering.run: error: no such script: '{script}'", file=sys.stderr)
         return 2
     try:
         if install_from_env() is None:
             install(AUTO)
     except Exception as e:  # a malformed CUTE_LOWERING_PIPELINE: say so plainly
-        print(f"lowering.run: error: {ENV_PIPELINE}: {e}", file=sys.stderr)
+        print(f"cute_lowering.run: error: {ENV_PIPELINE}: {e}", file=sys.stderr)
         return 2
     sys.argv = list(argv)
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lowering.diagnostics import Diagnostic, LoweringError, SourceLocation
+from cute_lowering.diagnostics import Diagnostic, LoweringError, SourceLocation
 
 
 @dataclass(frozen=True)
@@ -30,8 +30,8 @@ class StagedPipeline:
 
 def split_stages(text: str) -> StagedPipeline:
     """The pre and post parts of `text` (a pipeline in MLIR's textual syntax)."""
-    from lowering.pipeline import PIPELINE_BUFFER, parse_pipeline
-    from lowering.registry import get_pass
+    from cute_lowering.pipeline import PIPELINE_BUFFER, parse_pipeline
+    from cute_lowering.registry import get_pass
 
     parts: dict[str, list[str]] = {"pre": [], "post": []}
     stage, first_post = "pre", None

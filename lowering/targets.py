@@ -1,6 +1,6 @@
 """What CuTeDSL lowers natively, per (CuTeDSL release, target): measured facts, not hopes.
 
-The data is `native_conversions.json`, written by `python -m lowering.measure_targets`
+The data is `native_conversions.json`, written by `python -m cute_lowering.measure_targets`
 (which compiles every conversion below through each release's own `cute.compile`
 pipeline, for every target that release's `Arch` enum accepts, in subprocesses, one
 venv per release). `auto` and the `arch=` option of `truncf-to-select`/`extf-to-select`
@@ -32,7 +32,7 @@ import importlib.metadata
 import json
 from pathlib import Path
 
-from lowering.closed_pipe import quiet_on_closed_stdout
+from cute_lowering.closed_pipe import quiet_on_closed_stdout
 
 TABLE_PATH = Path(__file__).with_name("native_conversions.json")
 
@@ -235,10 +235,10 @@ def rewrites_by_release() -> str:
 
 @quiet_on_closed_stdout
 def main(argv: list[str] | None = None) -> int:
-    """`python -m lowering.targets [--release R | --markdown]`: what `auto` rewrites, per target."""
+    """`python -m cute_lowering.targets [--release R | --markdown]`: what `auto` rewrites, per target."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m lowering.targets", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m cute_lowering.targets", description=main.__doc__)
     parser.add_argument("--release", help="a CuTeDSL release (default: the installed one)")
     parser.add_argument("--markdown", action="store_true", help="every measured release, as a Markdown table")
     args = parser.parse_args(argv)

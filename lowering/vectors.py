@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from lowering.mlir import ir, vector
+from cute_lowering.mlir import ir, vector
 
 
 def is_lane_vector(t: ir.Type) -> bool:

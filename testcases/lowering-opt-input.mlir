@@ -43,7 +43,7 @@
 
 // A pipeline nested 600 deep: a limit, located in the pipeline text.
 // RUN: python -c "import sys; sys.stdout.write('builtin.module(' + 'func.func(' * 600 + 'cse' + ')' * 601)" > %t/deep.txt
-// RUN: not python -c "import sys; from lowering.opt import main; sys.exit(main(['%t/binary', '-p', open('%t/deep.txt').read()]))" 2>&1 | filecheck %s --check-prefix=DEEP
+// RUN: not python -c "import sys; from cute_lowering.opt import main; sys.exit(main(['%t/binary', '-p', open('%t/deep.txt').read()]))" 2>&1 | filecheck %s --check-prefix=DEEP
 // DEEP: <pass-pipeline>:1:655: error: pipeline nested deeper than 64 levels: not supported
 // DEEP-NOT: RecursionError
 // DEEP-NOT: internal error

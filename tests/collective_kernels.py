@@ -39,7 +39,7 @@ from cutlass import Float32, Int32
 from cutlass.cute.nvgpu import tcgen05, warp, warpgroup
 from cutlass.cute.runtime import make_fake_compact_tensor
 
-from kernels.cutedsl_compat import LayoutEnum, SmemAllocator
+from cute_lowering.kernels.cutedsl_compat import LayoutEnum, SmemAllocator
 
 DST_ELEMENTS = 4096
 FULL_MASK = -1  # 0xFFFFFFFF as the Int32 CuTeDSL's wrappers take

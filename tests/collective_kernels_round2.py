@@ -37,7 +37,7 @@ from collective_kernels import (
     data_dependent,
     planted,
 )
-from kernels.cutedsl_compat import SmemAllocator
+from cute_lowering.kernels.cutedsl_compat import SmemAllocator
 
 NEVER = False  # a closure constant: CuTeDSL stages `if NEVER:` as a constant condition
 ALWAYS = True

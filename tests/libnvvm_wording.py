@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from lowering.repro.cases import load_cases
-from lowering.targets import cutedsl_release
+from cute_lowering.repro.cases import load_cases
+from cute_lowering.targets import cutedsl_release
 
 BARE = "NVVM backend compilation failed"
 _BARE_RECORDED = "libNVVM extra log: " + BARE

@@ -12,9 +12,9 @@ import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
 
-import lowering
-from kernels import nvfp4, nvfp4_kernels
-from kernels.cutedsl_compat import SmemAllocator
+import cute_lowering
+from cute_lowering.kernels import nvfp4, nvfp4_kernels
+from cute_lowering.kernels.cutedsl_compat import SmemAllocator
 
 ROWS = 128  # rows per CTA
 THREADS = 128
@@ -58,5 +58,5 @@ def _launcher(dtype, d: int, swizzled: bool):
 def compile_tile_quantizer(dtype_name: str, d: int, arch: str, swizzled: bool = True):
     dtype = nvfp4.INPUT_TYPES[dtype_name]
     args = (*nvfp4_kernels._pointer_args(dtype, *[256] * 4), cutlass.Int32(ROWS), cuda.CUstream(0))
-    with lowering.prelowering():
+    with cute_lowering.prelowering():
         return cute.compile(_launcher(dtype, d, swizzled), *args, options=f"--gpu-arch {arch}")

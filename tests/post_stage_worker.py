@@ -56,7 +56,7 @@ def _take(dump: str, keep_cubin: str | None = None) -> dict:
 def _builders(kind: str, name: str):
     if kind == "ours":
         if name.startswith("fmha"):  # fmha128, fmha64, fmha128c (causal): the wgmma path, bf16, uncached
-            from kernels import fmha_sm90  # (compile_attention keeps what it built), as bench/fmha_sass.py
+            from cute_lowering.kernels import fmha_sm90  # (compile_attention keeps what it built), as bench/fmha_sass.py
 
             head_dim, causal = int(name[4:].rstrip("c")), name.endswith("c")
             config = fmha_sm90.config_for(head_dim, False, causal, False, False)
@@ -95,7 +95,7 @@ def _builders(kind: str, name: str):
 
 
 def _build(build, dump: str, variant: str, post_dump: str, keep_cubin: str | None = None) -> dict:
-    import lowering
+    import cute_lowering
 
     entry: dict = {"ok": True, "error": None}
     start = time.perf_counter()
@@ -104,7 +104,7 @@ def _build(build, dump: str, variant: str, post_dump: str, keep_cubin: str | Non
             build()
         else:
             # post=: composed with a kernel's own inner prelowering(pipeline) (our kernels set one)
-            scope = lowering.prelowering("builtin.module()") if variant == "split" else lowering.prelowering(
+            scope = cute_lowering.prelowering("builtin.module()") if variant == "split" else cute_lowering.prelowering(
                 None, post=os.environ["POST_PIPELINE"]
             )
             os.environ["CUTE_LOWERING_DUMP"] = post_dump
@@ -114,7 +114,7 @@ def _build(build, dump: str, variant: str, post_dump: str, keep_cubin: str | Non
             finally:
                 del os.environ["CUTE_LOWERING_DUMP"]
             entry["post_dumps"] = sorted(os.path.basename(p) for p in glob.glob(os.path.join(post_dump, "*.post*.mlir")))
-            entry["reports"] = [r.summary() for r in lowering.reports()[-4:]]
+            entry["reports"] = [r.summary() for r in cute_lowering.reports()[-4:]]
     except Exception as e:  # noqa: BLE001  (recorded for the test to show)
         chain, cause = [], e
         while cause is not None:

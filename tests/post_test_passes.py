@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from lowering.mlir import create_op, ir
-from lowering.registry import get_pass, register_pass
+from cute_lowering.mlir import create_op, ir
+from cute_lowering.registry import get_pass, register_pass
 
 MARK = "membar.cta;"  # in the SASS: MEMBAR; harmless, never emitted by the kernels tested
 

@@ -3,7 +3,7 @@
     python tests/quack_worker.py sm_90a OUT_DIR [KERNEL ...]
 
 For each kernel of `quack_kernels.KERNELS`: a compile without the hook, then one inside
-`lowering.prelowering()` (pipeline "auto"); writes OUT_DIR/<kernel>.{plain,hooked}.ptx
+`cute_lowering.prelowering()` (pipeline "auto"); writes OUT_DIR/<kernel>.{plain,hooked}.ptx
 (CuTeDSL's own PTX dump, also written when ptxas then fails) and OUT_DIR/results.json
 (ok/error, seconds, and the hook's reports). A process per arch: CuTeDSL reads
 CUTE_DSL_ARCH/KEEP/DUMP_DIR when it is imported, and quack patches CuTe process-wide.
@@ -35,7 +35,7 @@ def _take_ptx(dump: str) -> str | None:
 
 def op_census(path: str) -> dict[str, int]:
     """How many ops of each name the dumped module holds."""
-    from lowering.mlir import new_context, parse_module
+    from cute_lowering.mlir import new_context, parse_module
 
     counts: Counter = Counter()
 
@@ -52,9 +52,9 @@ def op_census(path: str) -> dict[str, int]:
 
 
 def _compile(build, arch: str, dump: str, hooked: bool) -> tuple[dict, str | None]:
-    import lowering
+    import cute_lowering
 
-    before = len(lowering.reports())
+    before = len(cute_lowering.reports())
     ir_dump = os.path.join(dump, "ir")
     start = time.perf_counter()
     entry: dict = {"ok": True, "error": None}
@@ -62,7 +62,7 @@ def _compile(build, arch: str, dump: str, hooked: bool) -> tuple[dict, str | Non
         if hooked:
             os.environ["CUTE_LOWERING_DUMP"] = ir_dump  # our IR before and after the passes
             try:
-                with lowering.prelowering():
+                with cute_lowering.prelowering():
                     build(arch)
             finally:
                 del os.environ["CUTE_LOWERING_DUMP"]
@@ -87,7 +87,7 @@ def _compile(build, arch: str, dump: str, hooked: bool) -> tuple[dict, str | Non
                 "passes": {p.name: p.counts for p in r.passes},
                 "remarks": [d.format() for d in r.remarks],
             }
-            for r in lowering.reports()[before:]
+            for r in cute_lowering.reports()[before:]
         ]
         if any(r["rewritten"] for r in entry["reports"]):  # what changed, op by op
             entry["census"] = {

@@ -1,6 +1,6 @@
 """check-collectives on the corpus of tests/collective_kernels.py, through the hook and `lowering-opt`.
 
-Every planted kernel must fail its compile inside `lowering.prelowering(check="collectives")`
+Every planted kernel must fail its compile inside `cute_lowering.prelowering(check="collectives")`
 with a located error that names the collective's IR op at the line marked
 `# <- collective`, and points (in the message or a note) at the line marked
 `# <- diverges`. Every correct near-miss must compile inside it with no error, and the
@@ -23,11 +23,11 @@ import sys
 
 import pytest
 
-import lowering
+import cute_lowering
 import collective_kernels_round2  # noqa: F401  (registers the round-2 corpus, issue 37, into CASES)
 from collective_kernels import CASES, compile_case, fake_arguments, launcher
-from lowering.mlir import new_context, parse_module
-from lowering.passes.check_collectives import check_collectives
+from cute_lowering.mlir import new_context, parse_module
+from cute_lowering.passes.check_collectives import check_collectives
 
 PLANTED = sorted(name for name, case in CASES.items() if case.expect == "error")
 DATA_DEPENDENT = sorted(name for name, case in CASES.items() if case.expect == "warning")
@@ -108,15 +108,15 @@ def _matching_error(errors: list, name: str, severity: str = "error"):
     return found[0]
 
 
-def _prelowering_error(name: str) -> lowering.PreloweringError:
+def _prelowering_error(name: str) -> cute_lowering.PreloweringError:
     """The PreloweringError the compile raised (CuTeDSL wraps what a hook raises: it is
     found in the exception's chain)."""
     try:
-        with lowering.prelowering(check="collectives"):
+        with cute_lowering.prelowering(check="collectives"):
             compile_case(CASES[name])
     except Exception as e:
         cause = e
-        while cause is not None and not isinstance(cause, lowering.PreloweringError):
+        while cause is not None and not isinstance(cause, cute_lowering.PreloweringError):
             cause = cause.__cause__ or cause.__context__
         if cause is None:
             raise
@@ -135,13 +135,13 @@ def test_data_dependent_condition_is_a_may_diverge_warning(name):
     assert not [d for d in found if d.severity == "error"], "\n".join(d.format() for d in found)
     warning = _matching_error(found, name, severity="warning")
     assert "may diverge" in warning.message
-    with lowering.prelowering(check="collectives"):
+    with cute_lowering.prelowering(check="collectives"):
         compile_case(CASES[name])  # a warning does not stop the compile
 
 
 @pytest.mark.parametrize("name", CORRECT)
 def test_correct_kernel_compiles_through_the_hook(name):
-    with lowering.prelowering(check="collectives"):
+    with cute_lowering.prelowering(check="collectives"):
         compile_case(CASES[name])
 
 
@@ -164,7 +164,7 @@ def test_warn_mode_reports_the_same_finding_as_a_warning(name):
 
 
 def _lowering_opt(path: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "lowering.opt", path, "-p", "builtin.module(check-collectives)"]
+    command = [sys.executable, "-m", "cute_lowering.opt", path, "-p", "builtin.module(check-collectives)"]
     return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
 

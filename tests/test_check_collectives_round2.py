@@ -16,8 +16,8 @@ import sys
 
 import collective_kernels_round2  # noqa: F401  (registers the round-2 cases)
 from collective_kernels import CASES
-from lowering.mlir import new_context, parse_module
-from lowering.passes.check_collectives import check_collectives
+from cute_lowering.mlir import new_context, parse_module
+from cute_lowering.passes.check_collectives import check_collectives
 from test_check_collectives import analyse, traced_ir
 
 ROUND2 = [c for c in CASES.values() if c.file.endswith("collective_kernels_round2.py")]
@@ -31,7 +31,7 @@ def test_round2_corpus_is_what_the_issue_asks_for():
 
 
 def _opt(path, pipeline: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "lowering.opt", str(path), "-p", pipeline, "-o", "/dev/null"]
+    command = [sys.executable, "-m", "cute_lowering.opt", str(path), "-p", pipeline, "-o", "/dev/null"]
     return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
 
@@ -86,16 +86,16 @@ def test_no_finding_in_dead_code_under_a_constant_false():
 
 
 def test_strict_check_through_the_hook_stops_the_compile():
-    import lowering
+    import cute_lowering
     from collective_kernels import compile_case
     from test_check_collectives import _prelowering_error  # noqa: F401  (the same unwrapping)
 
     try:
-        with lowering.prelowering(check="collectives-strict"):
+        with cute_lowering.prelowering(check="collectives-strict"):
             compile_case(CASES["barrier_under_register_loaded_value"])
     except Exception as e:
         cause = e
-        while cause is not None and not isinstance(cause, lowering.PreloweringError):
+        while cause is not None and not isinstance(cause, cute_lowering.PreloweringError):
             cause = cause.__cause__ or cause.__context__
         assert cause is not None, e
         assert any("may diverge" in d.message for d in cause.diagnostics)

@@ -20,9 +20,9 @@ import collective_kernels_round2  # noqa: F401  (registers the round-2 cases)
 import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Int32
-from lowering.analysis.collective_ops import collective_of
-from lowering.cutedsl import compile_ir, trace_ir
-from lowering.mlir import inert_values, new_context, parse_module
+from cute_lowering.analysis.collective_ops import collective_of
+from cute_lowering.cutedsl import compile_ir, trace_ir
+from cute_lowering.mlir import inert_values, new_context, parse_module
 
 # a case of the corpus per family of collectives (all compile; none is a planted bug)
 CORPUS = (
@@ -119,7 +119,7 @@ def test_every_matched_op_shows_its_instruction_in_the_ptx(name):
 
 def test_elect_lowered_ops_carry_their_own_elect():
     """A TMA load or a tcgen05 MMA lowers to elect.sync + the instruction: the table says so."""
-    from lowering.analysis.collective_ops import COLLECTIVES
+    from cute_lowering.analysis.collective_ops import COLLECTIVES
 
     for entry in COLLECTIVES:
         if entry.elect:
@@ -136,7 +136,7 @@ def test_per_thread_ops_are_not_collectives():
 def test_every_entry_cites_its_ptx_rule_and_exit_semantics():
     """Issue 37: each entry says which PTX ISA rule makes it a collective and what it requires of
     exited threads (excused: the instruction waits for the non-exited ones)."""
-    from lowering.analysis.collective_ops import COLLECTIVES
+    from cute_lowering.analysis.collective_ops import COLLECTIVES
 
     for entry in COLLECTIVES:
         assert entry.rule.startswith("PTX ISA"), entry
@@ -156,8 +156,8 @@ def test_the_three_readings_issue_37_settled_from_the_ptx_isa():
     address per warp (as it was). The quotes sit next to the entries."""
     import inspect
 
-    from lowering.analysis import collective_ops
-    from lowering.analysis.collective_ops import COLLECTIVES, _inline
+    from cute_lowering.analysis import collective_ops
+    from cute_lowering.analysis.collective_ops import COLLECTIVES, _inline
 
     by_op = {e.op: e for e in COLLECTIVES}
     assert by_op["nvvm.bar.warp.sync"].exited == "holds"
@@ -183,7 +183,7 @@ def test_the_three_readings_issue_37_settled_from_the_ptx_isa():
 
 
 def test_inline_ptx_member_masks_are_read():
-    from lowering.analysis.collective_ops import _inline_mask
+    from cute_lowering.analysis.collective_ops import _inline_mask
 
     class _Op:
         name = "llvm.inline_asm"

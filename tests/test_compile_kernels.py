@@ -15,9 +15,9 @@ import pytest
 
 from cute_kernels import CASES
 from libnvvm_wording import libnvvm_error
-from lowering import run_pipeline
-from lowering.cutedsl import CompileFailure, compile_ir, trace_ir
-from lowering.mlir import new_context, parse_module
+from cute_lowering import run_pipeline
+from cute_lowering.cutedsl import CompileFailure, compile_ir, trace_ir
+from cute_lowering.mlir import new_context, parse_module
 
 ARCHS = ("sm_90a", "sm_100a")
 

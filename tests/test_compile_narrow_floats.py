@@ -14,10 +14,10 @@ import re
 
 import pytest
 
-from lowering import run_pipeline
-from lowering.cutedsl import CompileFailure, compile_ir, trace_ir
-from lowering.mlir import new_context, parse_module
-from lowering.targets import cutedsl_release, lowers_natively
+from cute_lowering import run_pipeline
+from cute_lowering.cutedsl import CompileFailure, compile_ir, trace_ir
+from cute_lowering.mlir import new_context, parse_module
+from cute_lowering.targets import cutedsl_release, lowers_natively
 from libnvvm_wording import libnvvm_error
 from narrow_float_kernels import CASES, NARROW
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import cutlass  # noqa: F401  (registers the dialects)
 
-from lowering.analysis.dominance import Dominance
-from lowering.mlir import new_context, parse_module
+from cute_lowering.analysis.dominance import Dominance
+from cute_lowering.mlir import new_context, parse_module
 
 CFG = """
 llvm.func @f(%c: i1, %n: i32) {

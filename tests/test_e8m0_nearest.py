@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 import references as ref
-from lowering.formats import E2M1, E4M3, E5M2, E8M0
-from lowering.mlir import ir
+from cute_lowering.formats import E2M1, E4M3, E5M2, E8M0
+from cute_lowering.mlir import ir
 
 APFLOAT_NAN = 0xFF
 

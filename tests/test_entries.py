@@ -2,8 +2,8 @@
 (issue 38, item 3).
 
 `lowering-repro list | head -1` said `internal error: BrokenPipeError`; `python -m
-lowering.targets | head` printed a traceback; every `python -m lowering.targets` printed
-runpy's `RuntimeWarning: 'lowering.targets' found in sys.modules after import of package
+cute_lowering.targets | head` printed a traceback; every `python -m cute_lowering.targets` printed
+runpy's `RuntimeWarning: 'cute_lowering.targets' found in sys.modules after import of package
 'lowering'` (the package imported it, through the passes). A closed standard output now ends the
 entry quietly with the shell's SIGPIPE status (lowering/closed_pipe.py); a broken pipe
 that is not standard output is still reported.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from lowering.closed_pipe import CLOSED_PIPE_STATUS, quiet_on_closed_stdout
+from cute_lowering.closed_pipe import CLOSED_PIPE_STATUS, quiet_on_closed_stdout
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -55,21 +55,21 @@ def test_closed_pipe_is_quiet(argv):
 def test_python_m_lowering_targets_has_no_runpy_warning():
     """With warnings as errors, runpy's warning would fail it (the other entries are covered by
     the invariant below: the package imports none of them)."""
-    proc = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "lowering.targets"],
+    proc = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "cute_lowering.targets"],
                           capture_output=True, text=True, env=_env(), cwd=REPO, timeout=300)
     assert "RuntimeWarning" not in proc.stderr and "found in sys.modules" not in proc.stderr, proc.stderr
     assert proc.returncode == 0 and proc.stdout.startswith("CuTeDSL "), proc.stderr
 
 
 def test_the_package_imports_no_module_that_runs_as_main():
-    """runpy warns when the module it runs was imported by the package first: `import lowering`
-    must not import any `python -m` entry (lowering.targets came in through the passes'
+    """runpy warns when the module it runs was imported by the package first: `import cute_lowering`
+    must not import any `python -m` entry (cute_lowering.targets came in through the passes'
     `arch=` option); yet the package's names work as before."""
-    code = ("import sys, lowering\n"
-            "entries = ['lowering.targets', 'lowering.opt', 'lowering.run', 'lowering.repro.cli']\n"
+    code = ("import sys, cute_lowering\n"
+            "entries = ['cute_lowering.targets', 'cute_lowering.opt', 'cute_lowering.run', 'cute_lowering.repro.cli']\n"
             "imported = [m for m in entries if m in sys.modules]\n"
             "assert not imported, imported\n"
-            "from lowering import get_pass, run_pipeline, prelowering\n"
+            "from cute_lowering import get_pass, run_pipeline, prelowering\n"
             "assert get_pass('truncf-to-select') is not None\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -98,7 +98,7 @@ def test_internal_error_still_reported_for_a_worker_pipe(tmp_path):
     """lowering-repro's last-resort handler keeps saying 'internal error' for a broken pipe that
     is not standard output (only our own reader going away is quiet)."""
     code = ("import os, sys\n"
-            "from lowering.repro import cli\n"
+            "from cute_lowering.repro import cli\n"
             "def boom(args):\n"
             "    r, w = os.pipe(); os.close(r); os.write(w, b'x')\n"
             "cli.COMMANDS['list'] = boom\n"

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from lowering import files
-from lowering.diagnostics import LoweringError
+from cute_lowering import files
+from cute_lowering.diagnostics import LoweringError
 
 
 def test_a_write_failing_midway_leaves_the_file_and_no_temporary(tmp_path, monkeypatch):
@@ -70,15 +70,15 @@ def test_a_dump_directory_that_cannot_be_written_is_the_users_error(tmp_path, mo
     import cutlass.cute as cute
     from cute_kernels import CASES
 
-    import lowering
-    from lowering.hook import PreloweringError
+    import cute_lowering
+    from cute_lowering.hook import PreloweringError
 
     launcher, arguments = CASES["to_int32"]
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     monkeypatch.setenv("CUTE_LOWERING_DUMP", str(blocker / "dumps"))
     with pytest.raises(Exception) as caught:
-        with lowering.prelowering():
+        with cute_lowering.prelowering():
             cute.compile(launcher, *arguments(), options="--gpu-arch sm_90a")
     assert isinstance(caught.value, PreloweringError), repr(caught.value)
     assert f"CUTE_LOWERING_DUMP={blocker / 'dumps'}: " in str(caught.value)

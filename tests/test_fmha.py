@@ -11,9 +11,8 @@ import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # `kernels` is not installed
 
-from kernels.fmha_sm90_knobs import DEFAULT_KNOBS  # noqa: E402 (imports nothing: no CuTeDSL needed)
+from cute_lowering.kernels.fmha_sm90_knobs import DEFAULT_KNOBS  # noqa: E402 (imports nothing: no CuTeDSL needed)
 
 
 def _knobs(**changes):
@@ -22,7 +21,7 @@ def _knobs(**changes):
 
 
 def _fmha():
-    from kernels import fmha
+    from cute_lowering.kernels import fmha
 
     return fmha
 
@@ -156,7 +155,7 @@ def test_api_checks_inputs():
 def test_import_needs_no_torch():
     import subprocess
 
-    code = "import sys; sys.modules['torch'] = None; import kernels.fmha; print('ok')"
+    code = "import sys; sys.modules['torch'] = None; import cute_lowering.kernels.fmha; print('ok')"
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=root)
     assert out.stdout.strip() == "ok", out.stderr[-2000:]
@@ -179,12 +178,12 @@ LAYOUTS = [("bfloat16", 128), ("float16", 64), ("bfloat16", 64), ("float16", 128
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
 @pytest.mark.parametrize("i", range(len(FEATURES)))
 def test_compiles(arch, i):
-    import lowering
+    import cute_lowering
 
     causal, window, sink = FEATURES[i]
     dtype, head_dim = LAYOUTS[(i + (arch == "sm_100a")) % len(LAYOUTS)]
     assert _fmha().compile_attention(dtype, head_dim, causal, window, sink, arch, path="mma_sync") is not None
-    report = lowering.last_report()
+    report = cute_lowering.last_report()
     assert report is not None and report.arch == arch
 
 
@@ -200,13 +199,13 @@ def _main_kernel(ptx: str) -> str:
 @pytest.mark.parametrize("layout", LAYOUTS, ids=lambda l: f"{l[0]}-d{l[1]}")
 @pytest.mark.parametrize("i", range(len(FEATURES)))
 def test_compiles_wgmma(i, layout, tmp_path):
-    import lowering
+    import cute_lowering
 
     fmha = _fmha()
     causal, window, sink = FEATURES[i]
     dtype, head_dim = layout
     fn = fmha.compile_attention(dtype, head_dim, causal, window, sink, "sm_90a", path="wgmma", options=f"--keep-ptx --dump-dir {tmp_path}")
-    report = lowering.last_report()
+    report = cute_lowering.last_report()
     assert report is not None and report.arch == "sm_90a"
     full = fn.__ptx__
     ptx = _main_kernel(full)
@@ -272,7 +271,7 @@ GPU_PATHS = ["mma_sync", "wgmma"]
 
 def _gpu_path(torch, path):
     """Skip the wgmma path where the GPU is not sm_90a."""
-    from kernels.torch_device import arch_of
+    from cute_lowering.kernels.torch_device import arch_of
 
     arch = arch_of(torch.device("cuda"))
     if path == "wgmma" and arch not in _fmha().fmha_sm90.ARCHS:
@@ -291,7 +290,7 @@ def _check(torch, dtype, b, sq, sk, hq, hkv, d, causal=False, window=(-1, -1), w
     # poison: the kernel's outputs start as NaN, so any element it fails to write shows
     # (the API allocates out with torch.empty_like and the LSE with torch.empty)
     real_empty, real_empty_like = torch.empty, torch.empty_like
-    from kernels import ops
+    from cute_lowering.kernels import ops
 
     ops._SCRATCH.clear()  # the split-KV paths' partials then come from a fresh, poisoned buffer too
     try:
@@ -414,7 +413,7 @@ def test_gpu_wgmma_persistent_matches_one_cta_per_tile(shape, d, causal, window,
     torch = _cuda()
     _gpu_path(torch, "wgmma")
     fmha = _fmha()
-    from kernels import ops
+    from cute_lowering.kernels import ops
 
     b, sq, sk, hq, hkv = shape
     knobs = _knobs(persistent=True, order=order, section_bytes=5 * sk * 4 * d if sections else 0, q_stages=q_stages)
@@ -492,7 +491,7 @@ def test_wgmma_mask_relative_compiles(tmp_path, monkeypatch):
     (which the host function traces too: it needs the columns as well)."""
     fmha = _fmha()
     sm90 = fmha.fmha_sm90
-    from kernels import fmha_sm90_softmax
+    from cute_lowering.kernels import fmha_sm90_softmax
 
     monkeypatch.setattr(fmha_sm90_softmax, "SCORE_COLUMNS_CHECK_ALL", True)  # (read by the softmax mixin: a check, not a knob)
     knobs = _knobs(
@@ -871,7 +870,7 @@ def test_nvfp4_output_is_fused_only_where_the_bf16_build_is_its_tile(monkeypatch
 
     torch = pytest.importorskip("torch")
     sm90 = _fmha().fmha_sm90
-    from kernels import ops
+    from cute_lowering.kernels import ops
 
     monkeypatch.setattr(ops, "_arch", lambda device: "sm_90a")
     monkeypatch.setattr(sm90, "sm_count", lambda: 132)
@@ -904,7 +903,7 @@ def test_nvfp4_output_goes_through_the_bf16_call_where_that_call_computes_otherw
 
     torch = pytest.importorskip("torch")
     fmha = _fmha()
-    from kernels import ops
+    from cute_lowering.kernels import ops
 
     sm90 = fmha.fmha_sm90
     monkeypatch.setattr(ops, "_arch", lambda device: "sm_90a")
@@ -1093,7 +1092,7 @@ def test_exp2_fma_formula_accuracy(impl):
 
 def test_exp2_fma_columns_and_arguments():
     fmha = _fmha()
-    from kernels import exp2
+    from cute_lowering.kernels import exp2
 
     assert exp2._fma_columns(16, 0) == (False,) * 16
     assert sum(exp2._fma_columns(16, 4)) == 4 and sum(exp2._fma_columns(16, 8)) == 8
@@ -1104,20 +1103,20 @@ def test_exp2_fma_columns_and_arguments():
     with pytest.raises(ValueError, match="exp2_impl"):
         fmha.compile_attention(exp2_on_fma=0.5, exp2_impl="taylor")
     assert "fptosi-to-ptx,bitcast-to-ptx," in fmha.prelowering_pipeline("sm_90a", 4, "natural")
-    assert fmha.prelowering_pipeline("sm_90a", 4, "magic") == fmha.prelowering_pipeline("sm_90a", 0) == __import__("lowering").auto_pipeline("sm_90a")
+    assert fmha.prelowering_pipeline("sm_90a", 4, "magic") == fmha.prelowering_pipeline("sm_90a", 0) == __import__("cute_lowering").auto_pipeline("sm_90a")
 
 
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
 @pytest.mark.parametrize("impl", ["natural", "magic"])
 def test_compiles_exp2_on_fma(arch, impl, tmp_path):
-    import lowering
+    import cute_lowering
 
     fmha = _fmha()
     causal, sink = impl == "natural", arch == "sm_100a"
     fn = fmha.compile_attention("bfloat16", 64, causal, (-1, -1), sink, arch, exp2_on_fma=0.5, exp2_impl=impl, options=f"--keep-ptx --dump-dir {tmp_path}")
     ptx = fn.__ptx__
     n_poly = 4 * 8 * 2  # rows x half of the 16 columns a thread, masked and unmasked softmax
-    counts = {p.name: p.counts for p in lowering.last_report().passes}
+    counts = {p.name: p.counts for p in cute_lowering.last_report().passes}
     if impl == "natural":
         assert counts["fptosi-to-ptx"] == {"rewritten": n_poly, "left": 0, "folded": n_poly}
         assert counts["bitcast-to-ptx"]["rewritten"] == 2 * n_poly
@@ -1166,12 +1165,12 @@ def test_gpu_exp2_on_fma_quarter_window_sink(impl):
 @pytest.mark.parametrize("arch, path", [("sm_90a", "mma_sync"), ("sm_90a", "wgmma"), ("sm_100a", "mma_sync")])
 @pytest.mark.parametrize("i", [0, 3, 5])
 def test_compiles_nvfp4_out(arch, path, i):
-    import lowering
+    import cute_lowering
 
     causal, window, sink = FEATURES[i]
     dtype, head_dim = LAYOUTS[i % len(LAYOUTS)]
     assert _fmha().compile_attention(dtype, head_dim, causal, window, sink, arch, path=path, out_format="nvfp4") is not None
-    counts = {p.name: p.counts for p in lowering.last_report().passes}
+    counts = {p.name: p.counts for p in cute_lowering.last_report().passes}
     if arch == "sm_90a":  # no FP4 convert before sm_100a: the epilogue's E2M1 truncf is rewritten
         assert counts["truncf-to-select"]["rewritten"] > 0
 
@@ -1192,7 +1191,7 @@ def test_gpu_nvfp4_out_is_quantize_where_the_bf16_call_computes_otherwise(shape,
     (session 18: 583 codes differed at 1x32x16384x128 with the tail split)."""
     torch = _cuda()
     _gpu_path(torch, "wgmma")
-    from kernels import nvfp4
+    from cute_lowering.kernels import nvfp4
 
     fmha = _fmha()
     knobs = _knobs(wide_key_tiles={128: (128, 192)}) if wide else DEFAULT_KNOBS
@@ -1223,7 +1222,7 @@ def test_gpu_nvfp4_out_is_quantize_of_the_output(dtype, d, causal, window, sink,
     # the epilogue quantizes the O tile the plain store would have written: bit-identical to
     # nvfp4.quantize() of that output with the same global scale
     torch = _cuda()
-    from kernels import nvfp4
+    from cute_lowering.kernels import nvfp4
 
     fmha = _fmha()
     b, sq, sk, hq, hkv = shape

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import math
-import os
 import re
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # `kernels` is not installed
 
 
 def _decode():
-    from kernels import fmha_decode
+    from cute_lowering.kernels import fmha_decode
 
     return fmha_decode
 
@@ -53,7 +50,7 @@ LAYOUTS = [("bfloat16", 128), ("float16", 64)]
 
 def test_compiles_decode_sm80_without_pdl(tmp_path):
     """sm_80 has no griddepcontrol: the combine there is a plain launch after the split kernel."""
-    from kernels import fmha
+    from cute_lowering.kernels import fmha
 
     ptx = fmha.compile_attention("bfloat16", 128, True, (-1, -1), False, "sm_80", path="decode", options=f"--keep-ptx --dump-dir {tmp_path}").__ptx__
     assert ptx.count(".entry") == 2 and "griddepcontrol" not in ptx
@@ -100,14 +97,14 @@ def test_key_warps_ring_depth_is_a_build_of_its_own(tmp_path, monkeypatch):
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
 @pytest.mark.parametrize("i", range(len(FEATURES)))
 def test_compiles_decode(arch, i, tmp_path):
-    import lowering
-    from kernels import fmha
+    import cute_lowering
+    from cute_lowering.kernels import fmha
 
     causal, window, sink = FEATURES[i]
     dtype, head_dim = LAYOUTS[(i + (arch == "sm_100a")) % len(LAYOUTS)]
     # 64-row tiles (what path="decode" compiles here): the split kernel and the combine kernel
     fn = fmha.compile_attention(dtype, head_dim, causal, window, sink, arch, path="decode", options=f"--keep-ptx --dump-dir {tmp_path}")
-    report = lowering.last_report()
+    report = cute_lowering.last_report()
     assert report is not None and report.arch == arch
     ptx = fn.__ptx__
     assert ptx.count(".entry") == 2
@@ -128,7 +125,7 @@ def test_compiles_decode(arch, i, tmp_path):
 
 
 def test_decode_path_choice():
-    from kernels import fmha
+    from cute_lowering.kernels import fmha
 
     assert fmha.resolve_path("decode", "sm_90a") == "decode"
     assert fmha.resolve_path("decode", "sm_80") == "decode"
@@ -196,7 +193,7 @@ def test_gpu_decode_edges(d):
 def test_gpu_decode_split_counts(splits, monkeypatch):
     """Any split count gives the same function: 1 (combine only rescales), uneven, more splits than blocks."""
     torch = _gpu()
-    from kernels import fmha_decode
+    from cute_lowering.kernels import fmha_decode
 
     monkeypatch.setattr(fmha_decode, "choose_splits", lambda *a, **kw: splits)
     _check(torch, torch.bfloat16, 2, 3, 1000, 16, 2, 128, True, (-1, -1), True, path="decode")
@@ -209,7 +206,7 @@ def test_gpu_key_warps_ring_depth_keeps_the_bits(stages, monkeypatch):
     """The <= 16-row kernel's ring depth changes when K/V arrive, not the arithmetic: the same bits
     as the default ring (Sq = 1, GQA 8:1, ragged keys, with and without a window and a sink)."""
     torch = _gpu()
-    from kernels import fmha, fmha_decode, ops
+    from cute_lowering.kernels import fmha, fmha_decode, ops
 
     g = torch.Generator(device="cuda").manual_seed(11)
     q = torch.randn(3, 1, 32, 128, device="cuda", generator=g).to(torch.bfloat16)
@@ -233,7 +230,7 @@ def test_gpu_key_warps_ring_depth_keeps_the_bits(stages, monkeypatch):
 def test_gpu_auto_takes_decode_and_repeats():
     """path="auto" takes the decode path for a decode shape (its launcher is built), and is deterministic."""
     torch = _gpu()
-    from kernels import fmha, ops
+    from cute_lowering.kernels import fmha, ops
 
     ops.clear_launch_cache()
     err = _check(torch, torch.bfloat16, 4, 1, 8192, 32, 4, 128, False)
@@ -245,7 +242,7 @@ def test_gpu_auto_takes_decode_and_repeats():
     first = fmha.attention(q, k, v, causal=True)
     assert torch.equal(first, fmha.attention(q, k, v, causal=True)), "a moving result is a race"
     # NVFP4 output is not on the decode path: auto falls back, bit-identical to quantizing the bf16 output
-    from kernels import nvfp4
+    from cute_lowering.kernels import nvfp4
 
     gs = nvfp4.compute_global_scale(v)
     codes, scales, _ = fmha.attention(q, k, v, causal=True, out_format="nvfp4", global_scale=gs)
@@ -268,7 +265,7 @@ def test_gpu_decode_scratch_kept_per_stream(monkeypatch):
     grows it, calls of other shapes after it and a call on a second stream give the same bits as
     calls that each take a fresh buffer, and every call leaves the counters zero."""
     torch = _gpu()
-    from kernels import fmha, ops
+    from cute_lowering.kernels import fmha, ops
 
     g = torch.Generator(device="cuda").manual_seed(11)
 

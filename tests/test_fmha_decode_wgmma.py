@@ -8,14 +8,14 @@ import sys
 
 import pytest
 
-from kernels.fmha_sm90_knobs import DEFAULT_KNOBS
+from cute_lowering.kernels.fmha_sm90_knobs import DEFAULT_KNOBS
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def _sm90():
     pytest.importorskip("cutlass")
-    from kernels import fmha_sm90
+    from cute_lowering.kernels import fmha_sm90
 
     return fmha_sm90
 
@@ -33,7 +33,7 @@ FEATURES = [  # (head dim, causal, window, sink, G)
 def test_compiles_packed_split(i, tmp_path):
     """sm_90a: a split kernel of wgmmas whose Q arrives by one 5-D TMA box ((G, Sq), D, Hkv, B), and the combine kernel."""
     _sm90()
-    from kernels import fmha
+    from cute_lowering.kernels import fmha
 
     d, causal, window, sink, group = FEATURES[i]
     fn = fmha.compile_attention("bfloat16", d, causal, window, sink, "sm_90a", path="decode_wgmma", group=group, options=f"--keep-ptx --dump-dir {tmp_path}")
@@ -67,7 +67,7 @@ def test_compiles_packed_split_combine_pdl(tmp_path, monkeypatch):
     """fmha_decode.COMBINE_PDL on: the packed split kernel lets the combine be scheduled early and
     the combine waits for its partials (a new build, not the cached plain-launch one)."""
     sm90 = _sm90()
-    from kernels import fmha_decode
+    from cute_lowering.kernels import fmha_decode
 
     options = f"--keep-ptx --dump-dir {tmp_path}"
     plain = sm90.compile_packed_split("bfloat16", 128, 8, False, False, False, "sm_90a", options).__ptx__
@@ -100,7 +100,7 @@ def test_compiles_packed_split_combine_pdl(tmp_path, monkeypatch):
 
 def test_refusals():
     _sm90()
-    from kernels import fmha
+    from cute_lowering.kernels import fmha
 
     for arch in ("sm_100a", "sm_80", "sm_90"):
         with pytest.raises(ValueError, match="decode_wgmma path needs"):
@@ -200,7 +200,7 @@ def test_gpu_decode_wgmma_edges(d):
 def test_gpu_decode_wgmma_split_counts(splits, monkeypatch):
     """Any split count gives the same function: 1, uneven, more splits than key blocks."""
     torch = _gpu()
-    from kernels import fmha_sm90, ops
+    from cute_lowering.kernels import fmha_sm90, ops
 
     monkeypatch.setattr(fmha_sm90, "choose_splits", lambda *a, **kw: splits)
     monkeypatch.setattr(ops, "_DECODE_PLANS", {})  # (a split count is looked up once per call shape)
@@ -216,7 +216,7 @@ def test_gpu_decode_wgmma_combine_pdl(trigger, monkeypatch):
     partials either way), at 4, 16 and 2 splits, called repeatedly; and by default (the PDL
     combine at up to SPLIT_COMBINE_PDL_MAX splits only) the same bits again."""
     torch = _gpu()
-    from kernels import fmha, fmha_decode, fmha_sm90, ops
+    from cute_lowering.kernels import fmha, fmha_decode, fmha_sm90, ops
 
     for b, sq, sk, hq, hkv, causal in [(8, 16, 4096, 32, 4, False), (2, 16, 32768, 32, 4, False), (4, 64, 8192 - 3, 32, 4, True)]:
         g = torch.Generator(device="cuda").manual_seed(sk)
@@ -246,7 +246,7 @@ def test_gpu_split_mask_loops_keeps_the_bits(d, monkeypatch):
     loop): ragged keys, several split counts, GQA 8:1 and 4:1, Sq 16 and 128; with a diagonal the
     build is the same one."""
     torch = _gpu()
-    from kernels import fmha, fmha_sm90, ops
+    from cute_lowering.kernels import fmha, fmha_sm90, ops
 
     g = torch.Generator(device="cuda").manual_seed(d)
     for b, sq, sk, hq, hkv in [(2, 16, 8192 + 77, 32, 4), (1, 128, 5000, 16, 4), (3, 16, 1100, 8, 1)]:
@@ -268,8 +268,8 @@ def test_gpu_split_mask_loops_keeps_the_bits(d, monkeypatch):
 def test_gpu_auto_takes_decode_wgmma_and_repeats():
     """path="auto" takes the packed split-KV kernel for a short-query GQA shape on sm_90a, deterministically."""
     torch = _gpu()
-    from kernels import fmha, ops
-    from kernels.torch_device import arch_of
+    from cute_lowering.kernels import fmha, ops
+    from cute_lowering.kernels.torch_device import arch_of
 
     if arch_of(torch.device("cuda")) != "sm_90a":
         pytest.skip("the decode_wgmma path is sm_90a's")

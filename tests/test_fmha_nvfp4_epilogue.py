@@ -16,7 +16,7 @@ import re
 
 import pytest
 
-from kernels.fmha_sm90_knobs import DEFAULT_KNOBS
+from cute_lowering.kernels.fmha_sm90_knobs import DEFAULT_KNOBS
 
 ACCESS = re.compile(r"\b((?:ld|st)\.(?:shared|global)(?:\.v\d)?\.[busf]\d+)\b")
 
@@ -28,7 +28,7 @@ def _accesses(ptx: str) -> collections.Counter:
 @pytest.mark.parametrize("path, rows, threads", [("wgmma", 64, 128), ("mma_sync", 128, 128)])
 @pytest.mark.parametrize("head_dim", [64, 128])
 def test_epilogue_accesses_are_vectorized(tmp_path, path, rows, threads, head_dim):
-    from kernels import fmha
+    from cute_lowering.kernels import fmha
 
     knobs = dataclasses.replace(DEFAULT_KNOBS, nvfp4_offload=False)  # the consumers' epilogue (test_offloaded_epilogue_accesses: the other)
     fn = fmha.compile_attention(
@@ -70,8 +70,8 @@ def _cuda():
 @pytest.mark.parametrize("offload", [False, True])
 def test_gpu_epilogue_bytes_at_tails_extreme_scales_and_nan(path, dtype, d, causal, shape, offload):
     torch = _cuda()
-    from kernels import fmha, fmha_sm90, nvfp4
-    from kernels.torch_device import arch_of
+    from cute_lowering.kernels import fmha, fmha_sm90, nvfp4
+    from cute_lowering.kernels.torch_device import arch_of
 
     if offload and path != "wgmma":
         pytest.skip("NVFP4_OFFLOAD is the wgmma kernel's")
@@ -105,7 +105,7 @@ def test_offloaded_epilogue_accesses(tmp_path, head_dim):
     once for each consumer warpgroup's rows); nothing else in the kernel stores codes or scales,
     and that warpgroup keeps at least 32 registers a thread (setmaxnreg), within what the
     CTA is launched with (more, and the consumers' setmaxnreg.inc would wait forever)."""
-    from kernels import fmha, fmha_sm90
+    from cute_lowering.kernels import fmha, fmha_sm90
 
     knobs = dataclasses.replace(DEFAULT_KNOBS, nvfp4_offload=True)
     fn = fmha.compile_attention(
@@ -131,8 +131,8 @@ def test_gpu_offloaded_epilogue_many_tiles(d, causal, window, sink, persistent):
     valid row at 128-row tiles, some at 192), a window with a sink, one CTA per tile: the bytes
     of `nvfp4.quantize` of the plain output, twice in a row."""
     torch = _cuda()
-    from kernels import fmha, fmha_sm90, nvfp4
-    from kernels.torch_device import arch_of
+    from cute_lowering.kernels import fmha, fmha_sm90, nvfp4
+    from cute_lowering.kernels.torch_device import arch_of
 
     if arch_of(torch.device("cuda")) not in fmha_sm90.ARCHS:
         pytest.skip("the wgmma path needs sm_90a")

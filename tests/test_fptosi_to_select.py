@@ -3,7 +3,7 @@ real CuTeDSL kernels compiled for sm_90a and sm_100a.
 
 1. The threshold plan (pure Python, no IR) on every f16 and bf16 pattern for many
    random chains of clamps and roundeven, against a numpy model of the chain.
-2. The rewritten IR itself, JIT-compiled for the host (`lowering.hostjit`), on every
+2. The rewritten IR itself, JIT-compiled for the host (`cute_lowering.hostjit`), on every
    f16/bf16 pattern or on f32 patterns around every threshold (±64 ulps), ±0, ±inf,
    NaNs, denormals and random bits, against the same numpy model.
 3. Real kernels (tests/clamp_kernels.py): no fptosi/fptoui left, CuTeDSL's pipeline
@@ -27,11 +27,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from lowering import run_pipeline
-from lowering.cutedsl import compile_ir, trace_ir
-from lowering.mlir import new_context, parse_module
-from lowering.passes.fptosi_to_select import _FORMATS, _plan, _representable
-from lowering.rewriting import Leave
+from cute_lowering import run_pipeline
+from cute_lowering.cutedsl import compile_ir, trace_ir
+from cute_lowering.mlir import new_context, parse_module
+from cute_lowering.passes.fptosi_to_select import _FORMATS, _plan, _representable
+from cute_lowering.rewriting import Leave
 
 DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64}
 BITS = {"f16": np.uint16, "bf16": np.uint16, "f32": np.uint32, "f64": np.uint64}
@@ -244,7 +244,7 @@ JIT_CASES = [
 
 @functools.cache
 def _hostjit():
-    return pytest.importorskip("lowering.hostjit", reason="the host JIT harness (lowering/hostjit.py) is absent")
+    return pytest.importorskip("cute_lowering.hostjit", reason="the host JIT harness (lowering/hostjit.py) is absent")
 
 
 def f64_inputs(low, high):

@@ -10,10 +10,10 @@ import textwrap
 import cutlass.cute as cute
 import pytest
 
-import lowering
+import cute_lowering
 from cute_kernels import CASES as PTX_CASES
 from libnvvm_wording import libnvvm_error
-from lowering.cutedsl import CompileFailure, compile_ir, trace_ir
+from cute_lowering.cutedsl import CompileFailure, compile_ir, trace_ir
 from narrow_float_kernels import CASES as NARROW_CASES
 
 TESTS = os.path.dirname(__file__)
@@ -38,9 +38,9 @@ def compile_case(cases, name, arch):
 
 @pytest.fixture(autouse=True)
 def no_process_wide_hook():
-    lowering.uninstall()
+    cute_lowering.uninstall()
     yield
-    lowering.uninstall()
+    cute_lowering.uninstall()
 
 
 @pytest.mark.parametrize(
@@ -50,9 +50,9 @@ def test_recorded_failures_compile_with_the_hook(name, arch):
     cases, _, error = FAILURES[name]
     with pytest.raises(Exception, match=libnvvm_error(error)):
         compile_case(cases, name, arch)
-    with lowering.prelowering():
+    with cute_lowering.prelowering():
         compile_case(cases, name, arch)
-    report = lowering.last_report()
+    report = cute_lowering.last_report()
     assert report.arch == arch and report.rewritten == 1, report.summary()
 
 
@@ -61,7 +61,7 @@ def test_toggling_the_hook_recompiles_both_ways():
     for _ in range(2):
         with pytest.raises(Exception, match=libnvvm_error(E2M1_PTXAS_ERROR)):
             compile_case(NARROW_CASES, "f32_to_f4E2M1FN", "sm_90a")
-        with lowering.prelowering():
+        with cute_lowering.prelowering():
             compile_case(NARROW_CASES, "f32_to_f4E2M1FN", "sm_90a")
 
 
@@ -77,10 +77,10 @@ def test_the_compiled_ir_is_the_rewritten_one(monkeypatch):
 
     monkeypatch.setattr(Compiler, "compile", spy)
     floor_case = "floor_to_int32"
-    with lowering.prelowering("builtin.module(fptosi-to-ptx)"):
+    with cute_lowering.prelowering("builtin.module(fptosi-to-ptx)"):
         compile_case(PTX_CASES, floor_case, "sm_90a")
     compile_case(PTX_CASES, floor_case, "sm_90a")
-    with lowering.prelowering("builtin.module(fptosi-to-ptx)"):
+    with cute_lowering.prelowering("builtin.module(fptosi-to-ptx)"):
         compile_case(PTX_CASES, floor_case, "sm_90a")
     # cute.compile compiles each time; each compile gets the IR of its own hook state
     assert len(compiled) == 3
@@ -95,11 +95,11 @@ def test_disk_cache_never_serves_the_other_variant(tmp_path):
         import sys
         sys.path.insert(0, {TESTS!r})
         import cutlass.cute as cute
-        import lowering
+        import cute_lowering
         from narrow_float_kernels import CASES
         _, _, launcher, arguments = CASES["f32_to_f4E2M1FN"]
         if sys.argv[1] == "hook":
-            lowering.install()
+            cute_lowering.install()
         try:
             cute.compile(launcher, *arguments(), options="--gpu-arch sm_90a")
             print("compiled")
@@ -121,22 +121,22 @@ def test_disk_cache_never_serves_the_other_variant(tmp_path):
 
 
 def test_auto_pipeline_follows_the_arch():
-    with lowering.prelowering():
+    with cute_lowering.prelowering():
         compile_case(NARROW_CASES, "f32_to_f4E2M1FN", "sm_100a")
-    report = lowering.last_report()
-    assert report.pipeline == lowering.auto_pipeline("sm_100a")
+    report = cute_lowering.last_report()
+    assert report.pipeline == cute_lowering.auto_pipeline("sm_100a")
     counts = {p.name: p.counts for p in report.passes}
     assert counts["truncf-to-select"]["native"] == 1 and report.rewritten == 0
 
 
 def test_install_uninstall_and_decorator():
-    lowering.install()
+    cute_lowering.install()
     compile_case(NARROW_CASES, "f32_to_f4E2M1FN", "sm_90a")
-    lowering.uninstall()
+    cute_lowering.uninstall()
     with pytest.raises(Exception):
         compile_case(NARROW_CASES, "f32_to_f4E2M1FN", "sm_90a")
 
-    @lowering.prelowering()
+    @cute_lowering.prelowering()
     def build():
         return compile_case(NARROW_CASES, "f32_to_f4E2M1FN", "sm_90a")
 
@@ -144,24 +144,24 @@ def test_install_uninstall_and_decorator():
 
 
 def test_innermost_pipeline_wins():
-    with lowering.prelowering("builtin.module(fptosi-to-ptx)"):
-        with lowering.prelowering("builtin.module(bitcast-to-ptx)"):
+    with cute_lowering.prelowering("builtin.module(fptosi-to-ptx)"):
+        with cute_lowering.prelowering("builtin.module(bitcast-to-ptx)"):
             compile_case(PTX_CASES, "to_int32", "sm_90a")
-        assert lowering.last_report().pipeline == "builtin.module(bitcast-to-ptx)"
+        assert cute_lowering.last_report().pipeline == "builtin.module(bitcast-to-ptx)"
         compile_case(PTX_CASES, "to_int32", "sm_90a")
-        assert lowering.last_report().pipeline == "builtin.module(fptosi-to-ptx)"
+        assert cute_lowering.last_report().pipeline == "builtin.module(fptosi-to-ptx)"
 
 
 def test_a_bad_pipeline_is_rejected_before_compiling():
-    with pytest.raises(lowering.LoweringError, match="no-such-pass"):
-        lowering.prelowering("builtin.module(no-such-pass)")
-    with pytest.raises(lowering.LoweringError, match="no-such-pass"):
-        lowering.install("builtin.module(no-such-pass)")
+    with pytest.raises(cute_lowering.LoweringError, match="no-such-pass"):
+        cute_lowering.prelowering("builtin.module(no-such-pass)")
+    with pytest.raises(cute_lowering.LoweringError, match="no-such-pass"):
+        cute_lowering.install("builtin.module(no-such-pass)")
 
 
 def test_a_failing_pass_names_itself_and_cutedsl_recovers():
-    from lowering.registry import get_pass, register_pass
-    from lowering.rewriting import RewritePass
+    from cute_lowering.registry import get_pass, register_pass
+    from cute_lowering.rewriting import RewritePass
 
     if get_pass("test-hook-raises") is None:
 
@@ -174,7 +174,7 @@ def test_a_failing_pass_names_itself_and_cutedsl_recovers():
             def match(self, op):
                 raise RuntimeError("deliberate")
 
-    with lowering.prelowering("builtin.module(test-hook-raises)"):
+    with cute_lowering.prelowering("builtin.module(test-hook-raises)"):
         with pytest.raises(Exception) as failure:
             compile_case(PTX_CASES, "to_int32", "sm_90a")
     chain, cause = [], failure.value
@@ -189,7 +189,7 @@ def test_a_failing_pass_names_itself_and_cutedsl_recovers():
 
 def test_dump_writes_ir_before_and_after(tmp_path, monkeypatch):
     monkeypatch.setenv("CUTE_LOWERING_DUMP", str(tmp_path))
-    with lowering.prelowering():
+    with cute_lowering.prelowering():
         compile_case(NARROW_CASES, "f32_to_f4E2M1FN", "sm_90a")
     before = [p for p in tmp_path.iterdir() if p.name.endswith(".sm_90a.before.mlir")]
     after = [p for p in tmp_path.iterdir() if p.name.endswith(".sm_90a.after.mlir")]
@@ -206,21 +206,21 @@ def test_run_wrapper_hooks_an_unmodified_script(tmp_path):
             import sys
             sys.path.insert(0, {TESTS!r})
             import cutlass.cute as cute
-            import lowering
+            import cute_lowering
             from narrow_float_kernels import CASES
             _, _, launcher, arguments = CASES["f32_to_f4E2M1FN"]
             cute.compile(launcher, *arguments(), options="--gpu-arch sm_90a")
-            print("compiled;", lowering.last_report().pipeline)
+            print("compiled;", cute_lowering.last_report().pipeline)
             """
         )
     )
     env = dict(os.environ)
     env.pop("CUTE_LOWERING_PIPELINE", None)
-    out = subprocess.run([sys.executable, "-m", "lowering.run", str(script)], env=env, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "cute_lowering.run", str(script)], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert "compiled; " + lowering.auto_pipeline("sm_90a") in out.stdout
+    assert "compiled; " + cute_lowering.auto_pipeline("sm_90a") in out.stdout
     env["CUTE_LOWERING_PIPELINE"] = "builtin.module(fptosi-to-ptx{emit=sass})"
-    bad = subprocess.run([sys.executable, "-m", "lowering.run", str(script)], env=env, capture_output=True, text=True)
+    bad = subprocess.run([sys.executable, "-m", "cute_lowering.run", str(script)], env=env, capture_output=True, text=True)
     assert bad.returncode == 2 and "invalid value 'sass'" in bad.stderr and "Traceback" not in bad.stderr
 
 

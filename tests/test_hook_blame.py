@@ -16,9 +16,9 @@ import textwrap
 
 import pytest
 
-import lowering
-from lowering.registry import get_pass
-from lowering.targets import cutedsl_release
+import cute_lowering
+from cute_lowering.registry import get_pass
+from cute_lowering.targets import cutedsl_release
 
 
 # A kernel a user could write: a binding-level arith.addf of an f32 and an f16, which
@@ -29,7 +29,7 @@ _COMPILE_BOTH_WAYS = textwrap.dedent(
     import cutlass, cutlass.cute as cute
     from cutlass._mlir.dialects import arith
     from cutlass.cute.runtime import make_fake_compact_tensor
-    import lowering
+    import cute_lowering
 
     @cute.kernel
     def _mixed_add(src: cute.Tensor, dst: cute.Tensor):
@@ -51,9 +51,9 @@ _COMPILE_BOTH_WAYS = textwrap.dedent(
         return None
 
     without = error()
-    with lowering.prelowering():
+    with cute_lowering.prelowering():
         with_hook = error()
-    report = lowering.last_report()
+    report = cute_lowering.last_report()
     print(json.dumps({"without": without, "with": with_hook,
                       "remarks": [r.message for r in report.remarks] if report else None}))
     """
@@ -94,7 +94,7 @@ def test_a_failure_of_our_passes_says_it_is_ours(monkeypatch):
 
     monkeypatch.setattr(get_pass("truncf-to-select").cls, "run", broken)
     _, _, launcher, arguments = CASES["f32_to_f4E2M1FN"][:4]
-    with lowering.prelowering(), pytest.raises(Exception) as caught:
+    with cute_lowering.prelowering(), pytest.raises(Exception) as caught:
         cute.compile(launcher, *arguments(), options="--gpu-arch sm_90a")
     text = " ".join(str(caught.value).split())  # CuTeDSL wraps its lines
     assert "a bug in cute-lowering" in text and "not in your kernel nor in CuTeDSL" in text, text

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from cutlass.cute.runtime import from_dlpack
 
-import lowering
+import cute_lowering
 import references
 
 torch = pytest.importorskip("torch")
@@ -62,10 +62,10 @@ def test_direct_call_of_a_jit_function_runs_with_the_hook():
     for _ in range(2):  # without, with, without, with: neither cache may serve the other variant
         with pytest.raises(Exception, match="e2m1x2"):
             launch(*args)
-        with lowering.prelowering():
+        with cute_lowering.prelowering():
             launch(*args)
         torch.cuda.synchronize()
-        assert lowering.last_report().rewritten == 1
+        assert cute_lowering.last_report().rewritten == 1
         np.testing.assert_array_equal(_codes(raw), references.encode(x, "f4E2M1FN"))
         raw.zero_()
 
@@ -73,7 +73,7 @@ def test_direct_call_of_a_jit_function_runs_with_the_hook():
 def test_ahead_of_time_export_carries_the_rewrite(tmp_path):
     src = torch.zeros(N, dtype=torch.float32, device="cuda")
     raw = torch.zeros(N // 2, dtype=torch.uint8, device="cuda")
-    with lowering.prelowering():
+    with cute_lowering.prelowering():
         compiled = cute.compile(_launcher(), from_dlpack(src, assumed_align=16), from_dlpack(raw, assumed_align=16))
     compiled.export_to_c(str(tmp_path), "e2m1_convert")
     written = sorted(os.listdir(tmp_path))

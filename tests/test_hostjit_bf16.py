@@ -23,13 +23,13 @@ import numpy as np
 import pytest
 
 from host_cpu import has_avx512_bf16
-from lowering.hostjit import compile_function, conversion_function_text, host_conversion
+from cute_lowering.hostjit import compile_function, conversion_function_text, host_conversion
 
 
 _RUN = textwrap.dedent(
     """
     import ml_dtypes, numpy as np
-    from lowering.hostjit import compile_function
+    from cute_lowering.hostjit import compile_function
 
     TYPE = {ty!r}
     text = '''func.func @convert(%x: TYPE) -> OUT {{
@@ -81,7 +81,7 @@ def test_bf16_vector_add_feeding_compare_runs_and_is_exact():
 
 _WIDENED = textwrap.dedent(
     """
-    from lowering.hostjit import compile_function
+    from cute_lowering.hostjit import compile_function
     text = '''func.func @convert(%x: bf16) -> i16 {
       %m1 = arith.constant -1.0 : f32
       %zero = arith.constant 0 : i16
@@ -184,7 +184,7 @@ def test_e8m0_code_zero_is_the_bf16_denormal_at_every_level():
 _VALGRIND_RUN = textwrap.dedent(
     """
     import ml_dtypes, numpy as np
-    from lowering.hostjit import compile_function, conversion_function_text
+    from cute_lowering.hostjit import compile_function, conversion_function_text
     kernel = compile_function(conversion_function_text("f32", "bf16"), "f32", "bf16", forbid=None)
     bits = np.array([0x00000001, 0x00008000, 0x3F808000, 0x3F818000, 0x7F7FFFFF, 0xFF800001, 0x3F800000], np.uint32)
     got = kernel(bits).view(np.uint16).tolist()

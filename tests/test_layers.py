@@ -3,7 +3,7 @@
 - `kernels/`: no import cycle, counting imports inside functions too; torch imported only by
   the torch layer (`ops.py`; `torch_device.py` imports it on first use for the others); a
   function-level import of this package only where it reaches the optional torch layer
-  (`kernels.ops`, from the public API modules), never to dodge a cycle.
+  (`cute_lowering.kernels.ops`, from the public API modules), never to dodge a cycle.
 - `lowering/`: no cycle among module-level imports.
 """
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # `kernels` is not installed
-from kernels import reference as ref  # noqa: E402
+from cute_lowering.kernels import reference as ref  # noqa: E402
 
 F32 = np.float32
 INV6 = F32(1) / F32(6)
@@ -98,7 +98,7 @@ def test_pack_low_nibble_first():
 # --- the API's input checks (need torch, not a GPU) -------------------------------------------
 def test_api_checks_inputs():
     torch = pytest.importorskip("torch")
-    from kernels import nvfp4
+    from cute_lowering.kernels import nvfp4
 
     x = torch.zeros(4, 32, dtype=torch.bfloat16)
     with pytest.raises(TypeError, match="must be a torch.Tensor"):
@@ -125,7 +125,7 @@ def test_import_needs_no_torch():
     import subprocess
     import sys
 
-    code = "import sys; sys.modules['torch'] = None; import kernels.nvfp4; print('ok')"
+    code = "import sys; sys.modules['torch'] = None; import cute_lowering.kernels.nvfp4; print('ok')"
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=root)
     assert out.stdout.strip() == "ok", out.stderr[-2000:]
@@ -136,12 +136,12 @@ def test_import_needs_no_torch():
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
 @pytest.mark.parametrize("scale", ["given", "partials", "cluster"])
 def test_quantize_compiles(arch, dtype, scale):
-    import lowering
-    from kernels import nvfp4
+    import cute_lowering
+    from cute_lowering.kernels import nvfp4
 
     nvfp4.compile_quantize.cache_clear()
     nvfp4.compile_quantize(dtype, arch, scale=scale)
-    counts = {p.name: p.counts for p in lowering.last_report().passes}
+    counts = {p.name: p.counts for p in cute_lowering.last_report().passes}
     truncf = counts["truncf-to-select"]
     if arch == "sm_90a":
         assert truncf["rewritten"] == 2 * nvfp4.BLOCKS_PER_THREAD  # FP4 rewritten; E4M3 native
@@ -151,11 +151,11 @@ def test_quantize_compiles(arch, dtype, scale):
 
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
 def test_fptosi_variant_compiles(arch):
-    import lowering
-    from kernels import nvfp4
+    import cute_lowering
+    from cute_lowering.kernels import nvfp4
 
     nvfp4.compile_quantize("bfloat16", arch, "fptosi")
-    counts = {p.name: p.counts for p in lowering.last_report().passes}
+    counts = {p.name: p.counts for p in cute_lowering.last_report().passes}
     assert counts["fptosi-to-select"]["rewritten"] == 3 * 2 * nvfp4.BLOCKS_PER_THREAD
     assert counts["fptosi-to-select"].get("left", 0) == 0
 
@@ -163,7 +163,7 @@ def test_fptosi_variant_compiles(arch):
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
 def test_dequantize_compiles(arch, dtype):
-    from kernels import nvfp4
+    from cute_lowering.kernels import nvfp4
 
     nvfp4.compile_dequantize(dtype, arch)
 
@@ -171,7 +171,7 @@ def test_dequantize_compiles(arch, dtype):
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
 def test_amax_compiles(arch, dtype):
-    from kernels import nvfp4
+    from cute_lowering.kernels import nvfp4
 
     nvfp4.compile_amax(dtype, arch)
     nvfp4.compile_amax(dtype, arch, partials=True)
@@ -179,7 +179,7 @@ def test_amax_compiles(arch, dtype):
 
 
 def test_amax_grid_is_capped_and_covers_every_block():
-    from kernels import nvfp4
+    from cute_lowering.kernels import nvfp4
 
     tile = nvfp4.THREADS * nvfp4.AMAX_BLOCKS_PER_THREAD * nvfp4.BLOCK  # elements per CTA per loop round
     assert nvfp4.AMAX_CTAS <= nvfp4.THREADS  # the quantize kernel reduces one partial per thread
@@ -198,15 +198,15 @@ def test_scale_from_partials_ptx(arch, tmp_path):
     import cutlass
     import cutlass.cute as cute
 
-    import lowering
-    from kernels import nvfp4
-    from kernels import nvfp4_kernels
+    import cute_lowering
+    from cute_lowering.kernels import nvfp4
+    from cute_lowering.kernels import nvfp4_kernels
 
     f32 = nvfp4_kernels._f32_pointer(256)
 
     def ptx(fn, pointers):  # the builds of compile_quantize/compile_amax/compile_global_scale, with the PTX kept
         options = f"--gpu-arch {arch} --keep-ptx --dump-dir {tmp_path}"  # (the PTX files go to tmp_path, not the working directory)
-        with lowering.prelowering("auto"):
+        with cute_lowering.prelowering("auto"):
             return cute.compile(fn, *pointers, cutlass.Int32(16), nvfp4_kernels._stream_arg(), options=options).__ptx__
 
     values = nvfp4_kernels._values_pointer(nvfp4.INPUT_TYPES["bfloat16"], 256)
@@ -235,7 +235,7 @@ def test_scale_from_partials_ptx(arch, tmp_path):
 @pytest.mark.parametrize("shape", [(1, 1), (5, 3), (128, 4), (130, 5), (256, 8), (300, 448)])
 def test_swizzled_scales_match_the_layout_definition(shape):
     torch = pytest.importorskip("torch")
-    from kernels import nvfp4
+    from cute_lowering.kernels import nvfp4
 
     rng = np.random.default_rng(sum(shape))
     bits = rng.integers(1, 256, size=shape, dtype=np.uint8)  # nonzero: padding shows
@@ -261,7 +261,7 @@ def _np(t):
 
 def _compare(torch, x, gs=None, variant="plain", label=""):
     """Run the kernel and the reference on x; return (elements, code mismatches, scale mismatches)."""
-    from kernels import nvfp4
+    from cute_lowering.kernels import nvfp4
 
     packed, scales, g = nvfp4.quantize(x, None if gs is None else torch.tensor(gs, dtype=torch.float32, device=x.device), variant=variant)
     rp, rs, rg = ref.quantize(_np(x), gs)
@@ -353,7 +353,7 @@ def test_gpu_adversarial(kind, variant, dtype_name):
 @pytest.mark.parametrize("out_name", ["bfloat16", "float16", "float32"])
 def test_gpu_dequantize_and_round_trip(out_name):
     torch = _cuda()
-    from kernels import nvfp4
+    from cute_lowering.kernels import nvfp4
 
     out_dtype = getattr(torch, out_name)
     np_out = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16, "float32": np.float32}[out_name]
@@ -374,7 +374,7 @@ def test_gpu_dequantize_and_round_trip(out_name):
 @pytest.mark.gpu
 def test_gpu_swizzle_option():
     torch = _cuda()
-    from kernels import nvfp4
+    from cute_lowering.kernels import nvfp4
 
     x = torch.randn(300, 7168, device="cuda", dtype=torch.bfloat16)
     _, plain, _ = nvfp4.quantize(x)
@@ -387,7 +387,7 @@ def test_gpu_swizzle_option():
 def test_misaligned_views_are_refused_not_misread():
     # the kernels read 16 bytes at a time from raw pointers: a view starting mid-vector must be refused
     torch = _cuda()
-    from kernels import nvfp4
+    from cute_lowering.kernels import nvfp4
 
     base = torch.randn(1 + 4 * 32, device="cuda").to(torch.bfloat16)
     shifted = base[1:].view(4, 32)  # contiguous, 2 bytes past an aligned address
@@ -417,8 +417,8 @@ def test_tile_epilogue_matches_quantize(dtype, d, swizzled, m):
     torch = _cuda()
     import cutlass
     import nvfp4_tile_kernel
-    from kernels import nvfp4
-    from kernels.torch_device import arch_of
+    from cute_lowering.kernels import nvfp4
+    from cute_lowering.kernels.torch_device import arch_of
 
     gen = torch.Generator(device="cuda").manual_seed(m + d)
     x = (torch.randn(m, d, generator=gen, device="cuda") * 3).to(getattr(torch, dtype))
@@ -478,7 +478,7 @@ def _torch_global_scale(torch, x):
 
 
 def test_one_launch_limit_is_the_at_limit_case():
-    from kernels import nvfp4
+    from cute_lowering.kernels import nvfp4
 
     assert 32 * 4096 == nvfp4.ONE_LAUNCH_MAX_ELEMENTS  # the GPU case "at_limit" takes the one-launch build at its largest
     assert 16 * 7168 <= nvfp4.ONE_LAUNCH_MAX_ELEMENTS < 64 * 4096  # "decode" one launch, "last_block" two
@@ -488,7 +488,7 @@ def test_one_launch_limit_is_the_at_limit_case():
 
 
 def test_cluster_build_refuses_another_tile_size():
-    from kernels import nvfp4
+    from cute_lowering.kernels import nvfp4
 
     with pytest.raises(ValueError, match=f"takes per_thread={nvfp4.BLOCKS_PER_THREAD}"):
         nvfp4.compile_quantize("bfloat16", "sm_90a", per_thread=nvfp4.BLOCKS_PER_THREAD // 2, scale="cluster")
@@ -496,7 +496,7 @@ def test_cluster_build_refuses_another_tile_size():
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_89"])
 def test_cluster_build_refused_without_clusters(arch):
-    from kernels import nvfp4
+    from cute_lowering.kernels import nvfp4
 
     assert not nvfp4.one_launch_arch(arch)
     with pytest.raises(ValueError, match="needs thread-block clusters"):
@@ -517,8 +517,8 @@ def test_quantize_computed_scale_matches_torch(dtype, case, build, monkeypatch):
     build: the one the size picks (one launch, the cluster build, up to ONE_LAUNCH_MAX_ELEMENTS:
     tail, decode, at_limit, *_decode), or the two-launch build forced for every size."""
     torch = _cuda()
-    from kernels import nvfp4
-    from kernels import nvfp4_kernels
+    from cute_lowering.kernels import nvfp4
+    from cute_lowering.kernels import nvfp4_kernels
 
     if build == "partials":
         monkeypatch.setattr(nvfp4_kernels, "ONE_LAUNCH_MAX_ELEMENTS", 0)
@@ -538,7 +538,7 @@ def test_quantize_computed_scale_matches_torch(dtype, case, build, monkeypatch):
 @pytest.mark.parametrize("case", ["random", "specials", "zeros", "tail", "one_huge", "looping_grid", "strided"])
 def test_global_scale_kernel_matches_torch(dtype, case):
     torch = _cuda()
-    from kernels import nvfp4
+    from cute_lowering.kernels import nvfp4
 
     x = _amax_case(torch, dtype, case, seed=7, device="cuda")
     got = nvfp4.compute_global_scale(x)

@@ -13,7 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from kernels import fmha, nvfp4, ops  # noqa: E402
+from cute_lowering.kernels import fmha, nvfp4, ops  # noqa: E402
 
 OPS = ("nvfp4_quantize", "nvfp4_quantize_computing_scale", "nvfp4_dequantize", "nvfp4_global_scale", "attention", "attention_nvfp4")
 BF = torch.bfloat16

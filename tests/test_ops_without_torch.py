@@ -1,4 +1,4 @@
-"""Without torch, `import kernels.ops` names the extra that brings it (issue 38, item 8).
+"""Without torch, `import cute_lowering.kernels.ops` names the extra that brings it (issue 38, item 8).
 
 It said only `ModuleNotFoundError: No module named 'torch'`, with no word of the optional
 `[torch]` extra. Torch is hidden from a fresh interpreter (a None entry in sys.modules
@@ -18,12 +18,12 @@ HIDE_TORCH = """
 import sys
 sys.modules["torch"] = None  # import torch -> ModuleNotFoundError, as where it is not installed
 try:
-    import kernels.ops
+    import cute_lowering.kernels.ops
 except ModuleNotFoundError as e:
     assert e.name == "torch", e.name  # still the error callers catch for a missing module
     print(e)
 else:
-    raise SystemExit("kernels.ops imported without torch")
+    raise SystemExit("cute_lowering.kernels.ops imported without torch")
 """
 
 

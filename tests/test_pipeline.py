@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from lowering import LoweringError, Pipeline, SourceBuffer, run_pipeline
-from lowering.mlir import arith, ir, new_context, parse_module
-from lowering.opt import split_input
-from lowering.pipeline import parse_pipeline
-from lowering.registry import OptionError, flag, integer, register_pass
-from lowering.rewriting import RewritePass
+from cute_lowering import LoweringError, Pipeline, SourceBuffer, run_pipeline
+from cute_lowering.mlir import arith, ir, new_context, parse_module
+from cute_lowering.opt import split_input
+from cute_lowering.pipeline import parse_pipeline
+from cute_lowering.registry import OptionError, flag, integer, register_pass
+from cute_lowering.rewriting import RewritePass
 
 IR = """
 func.func @f(%x: f32, %v: vector<4xf32>) -> (i32, vector<4xi32>, i4) {

@@ -21,14 +21,14 @@ import sys
 import cutlass.cute as cute
 import pytest
 
-import lowering
+import cute_lowering
 import post_test_passes  # noqa: F401  (registers test-post-membar, test-post-fail)
 from cute_kernels import CASES
-from lowering import post_stage
-from lowering.cutedsl import pipeline_string
-from lowering.diagnostics import LoweringError
-from lowering.stages import split_stages
-from lowering.targets import cutedsl_release
+from cute_lowering import post_stage
+from cute_lowering.cutedsl import pipeline_string
+from cute_lowering.diagnostics import LoweringError
+from cute_lowering.stages import split_stages
+from cute_lowering.targets import cutedsl_release
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ARCH = "sm_90a"
@@ -41,9 +41,9 @@ REST = ["cuda-to-binary", "cuda-to-llvm", "reconcile-unrealized-casts", "cuda-er
 
 @pytest.fixture(autouse=True)
 def no_process_wide_hook():
-    lowering.uninstall()
+    cute_lowering.uninstall()
     yield
-    lowering.uninstall()
+    cute_lowering.uninstall()
 
 
 def build(name: str, tmp_path, tag: str) -> tuple[bytes, str]:
@@ -57,7 +57,7 @@ def build(name: str, tmp_path, tag: str) -> tuple[bytes, str]:
 
 # --- the cut --------------------------------------------------------------------------
 def test_the_cut_is_the_measured_one():
-    from lowering.pipeline import parse_pipeline
+    from cute_lowering.pipeline import parse_pipeline
 
     pipeline = pipeline_string(ARCH)
     cut = post_stage.split(pipeline)
@@ -96,10 +96,10 @@ def test_a_release_that_cannot_be_cut_refuses_post_passes_at_install(monkeypatch
 
     monkeypatch.setattr(post_stage, "split", refuse)
     with pytest.raises(LoweringError, match="not supported with CuTeDSL 9.9"):
-        lowering.install(f"builtin.module(auto,{MEMBAR})")
+        cute_lowering.install(f"builtin.module(auto,{MEMBAR})")
     with pytest.raises(LoweringError, match="not supported with CuTeDSL 9.9"):
-        lowering.prelowering(post=f"builtin.module({MEMBAR})")
-    lowering.install("auto")  # pre passes alone never need the cut
+        cute_lowering.prelowering(post=f"builtin.module({MEMBAR})")
+    cute_lowering.install("auto")  # pre passes alone never need the cut
 
 
 # --- stages in a pipeline ---------------------------------------------------------------
@@ -115,14 +115,14 @@ def test_stages_split_one_pipeline():
 def test_a_pre_pass_after_a_post_pass_is_a_located_error():
     text = f"builtin.module({MEMBAR},fptosi-to-ptx)"
     with pytest.raises(LoweringError) as e:
-        lowering.install(text)
+        cute_lowering.install(text)
     (diagnostic,) = e.value.diagnostics
     assert diagnostic.location.col == text.index("fptosi-to-ptx") + 1
     assert "cannot follow 'test-post-membar' (stage post)" in diagnostic.message
 
 
 def test_posts_are_appended_once_and_mlir_passes_kept():
-    from lowering.hook import with_posts
+    from cute_lowering.hook import with_posts
 
     text = with_posts(
         f"builtin.module(fptosi-to-ptx,canonicalize,{MEMBAR})", (f"builtin.module({MEMBAR},canonicalize)", "builtin.module(wgmma-report)")
@@ -133,31 +133,31 @@ def test_posts_are_appended_once_and_mlir_passes_kept():
 
 def test_post_takes_post_passes_only():
     with pytest.raises(LoweringError, match="not a post-stage pass"):
-        lowering.prelowering(post="builtin.module(fptosi-to-ptx)")
+        cute_lowering.prelowering(post="builtin.module(fptosi-to-ptx)")
 
 
 # --- inside cute.compile ----------------------------------------------------------------
 def test_the_cut_alone_changes_nothing(tmp_path, monkeypatch):
     plain = build("exp2_on_fma", tmp_path, "plain")
     monkeypatch.setenv("CUTE_LOWERING_DUMP", str(tmp_path / "dump"))
-    with lowering.prelowering("builtin.module()"):
+    with cute_lowering.prelowering("builtin.module()"):
         split = build("exp2_on_fma", tmp_path, "split")
     assert split == plain
     (dumped,) = glob.glob(str(tmp_path / "dump" / "*.sm_90a.post.mlir"))
     text = open(dumped, encoding="utf-8").read()
     assert "gpu.module @kernels" in text and "llvm.func @kernel_" in text and "cute_lowering." not in text
     # it is what lowering-opt reads
-    run = subprocess.run([sys.executable, "-m", "lowering.opt", dumped, "-p", f"builtin.module()"], capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-m", "cute_lowering.opt", dumped, "-p", f"builtin.module()"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
 
 
 def test_a_post_dump_compiles_back_to_the_same_binary(tmp_path, monkeypatch):
     # the dump is the whole truth of the lowered module: the rest of the pipeline on it alone
-    # gives cute.compile's own binary (lowering.cutedsl.compile_post_ir, as tools would use it)
-    from lowering.cutedsl import compile_post_ir
+    # gives cute.compile's own binary (cute_lowering.cutedsl.compile_post_ir, as tools would use it)
+    from cute_lowering.cutedsl import compile_post_ir
 
     monkeypatch.setenv("CUTE_LOWERING_DUMP", str(tmp_path / "dump"))
-    with lowering.prelowering("builtin.module()"):
+    with cute_lowering.prelowering("builtin.module()"):
         cubin, ptx = build("floor_to_int32", tmp_path, "dumped")
     (dumped,) = glob.glob(str(tmp_path / "dump" / "*.sm_90a.post.mlir"))
     assert compile_post_ir(open(dumped, encoding="utf-8").read(), ARCH) == (ptx, cubin)
@@ -166,10 +166,10 @@ def test_a_post_dump_compiles_back_to_the_same_binary(tmp_path, monkeypatch):
 def test_a_post_pass_reaches_the_binary_and_a_plain_build_never_gets_it(tmp_path):
     plain_cubin, plain_ptx = build("inline_asm_cvt", tmp_path, "plain")
     for round_ in range(2):  # either cache serving the other build would show here
-        with lowering.prelowering(f"builtin.module(auto,{MEMBAR})"):
+        with cute_lowering.prelowering(f"builtin.module(auto,{MEMBAR})"):
             cubin, ptx = build("inline_asm_cvt", tmp_path, f"post{round_}")
         assert "membar.cta;" in ptx and cubin != plain_cubin
-        report = lowering.last_report()
+        report = cute_lowering.last_report()
         assert [(p.name, p.stage) for p in report.passes][-1] == (MEMBAR, "post")
         assert report.passes[-1].counts == {"rewritten": 1}
         assert report.post_pipeline == f"builtin.module({MEMBAR})"
@@ -180,18 +180,18 @@ def test_a_post_pass_reaches_the_binary_and_a_plain_build_never_gets_it(tmp_path
 
 def test_post_composes_with_an_inner_pipeline(tmp_path):
     # like kernels/fmha.py: the library sets its own pipeline, the caller adds post passes
-    with lowering.prelowering(post=f"builtin.module({MEMBAR})"):
-        with lowering.prelowering("builtin.module(fptosi-to-ptx)"):
+    with cute_lowering.prelowering(post=f"builtin.module({MEMBAR})"):
+        with cute_lowering.prelowering("builtin.module(fptosi-to-ptx)"):
             _, ptx = build("floor_to_int32", tmp_path, "inner")
     assert "membar.cta;" in ptx and "cvt.rmi.s32.f32" in ptx
-    assert [p.name for p in lowering.last_report().passes] == ["fptosi-to-ptx", MEMBAR]
+    assert [p.name for p in cute_lowering.last_report().passes] == ["fptosi-to-ptx", MEMBAR]
 
 
 def test_tvm_ffi_builds_keep_their_finishing_hook(tmp_path):
     if importlib_find("tvm_ffi") is None:
         pytest.skip("apache-tvm-ffi is not installed (the torch extra has it)")
     launcher, arguments = CASES["to_int32"]
-    with lowering.prelowering(post=f"builtin.module({MEMBAR})"):
+    with cute_lowering.prelowering(post=f"builtin.module({MEMBAR})"):
         compiled = cute.compile(
             launcher, *arguments(), options=f"--gpu-arch {ARCH} --enable-tvm-ffi --keep-ptx --dump-dir {tmp_path}"
         )
@@ -200,8 +200,8 @@ def test_tvm_ffi_builds_keep_their_finishing_hook(tmp_path):
 
 
 def test_a_failing_post_pass_is_reported_as_ours(tmp_path):
-    with pytest.raises(lowering.PreloweringError) as e:
-        with lowering.prelowering(post="builtin.module(test-post-fail)"):
+    with pytest.raises(cute_lowering.PreloweringError) as e:
+        with cute_lowering.prelowering(post="builtin.module(test-post-fail)"):
             build("to_int32", tmp_path, "fail")
     text = str(e.value)
     assert "post-stage pipeline builtin.module(test-post-fail) failed" in text
@@ -261,18 +261,18 @@ def test_direct_jit_calls_run_the_post_stage_and_never_share_a_binary():
     from cutlass.cute.runtime import from_dlpack
     from cute_kernels import N, _exp2_on_fma, _launcher
 
-    lowering.install("builtin.module()")  # every compile leaves a report: a call served from a cache leaves none
+    cute_lowering.install("builtin.module()")  # every compile leaves a report: a call served from a cache leaves none
     launch = _launcher(_exp2_on_fma)  # a launcher of its own: nothing cached from other tests
     src = torch.linspace(-20.0, 20.0, N, device="cuda", dtype=torch.float32)
 
     def call(post: str | None) -> tuple[torch.Tensor, list[list[str]]]:
         """The output, and per compile this call caused, the post passes it ran."""
         dst = torch.empty_like(src)
-        before = len(lowering.reports())
-        with lowering.prelowering(post=post) if post else contextlib.nullcontext():
+        before = len(cute_lowering.reports())
+        with cute_lowering.prelowering(post=post) if post else contextlib.nullcontext():
             launch(from_dlpack(src), from_dlpack(dst))
         torch.cuda.synchronize()
-        return dst, [[p.name for p in r.passes if p.stage == "post"] for r in lowering.reports()[before:]]
+        return dst, [[p.name for p in r.passes if p.stage == "post"] for r in cute_lowering.reports()[before:]]
 
     post = f"builtin.module({MEMBAR})"
     rewritten, compiles = call(post)

@@ -1,7 +1,7 @@
 """Kernels written by others keep working: quack-kernels' CuTeDSL kernels with the hook on.
 
 Each kernel of `quack_kernels.KERNELS` is compiled for sm_90a and sm_100a (no GPU:
-fake tensors), once plainly and once inside `lowering.prelowering()` ("auto"), and
+fake tensors), once plainly and once inside `cute_lowering.prelowering()` ("auto"), and
 CuTeDSL's PTX of the two is compared. One worker process per arch, both at once
 (tests/quack_worker.py says why a process). Skips when torch or quack-kernels is not
 installed (`pip install -e '.[peers]'`).
@@ -22,7 +22,7 @@ from collections import Counter
 
 import pytest
 
-import lowering
+import cute_lowering
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 QUACK_PIN = "0.6.5"
@@ -91,7 +91,7 @@ def _single_report(hooked, arch):
     assert len(hooked["reports"]) == 1, hooked["reports"]
     report = hooked["reports"][0]
     assert report["arch"] == arch
-    assert report["pipeline"] == lowering.auto_pipeline(arch)
+    assert report["pipeline"] == cute_lowering.auto_pipeline(arch)
     assert not any(r.startswith("error") for r in report["remarks"]), report["remarks"]
     return report
 

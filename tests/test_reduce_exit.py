@@ -28,7 +28,7 @@ RUNS = 50
 
 DRIVER = r"""
 import os, sys
-from lowering.repro.reduce import _candidates
+from cute_lowering.repro.reduce import _candidates
 
 text = open(sys.argv[1], encoding="utf-8").read()
 failed = []
@@ -59,7 +59,7 @@ def test_reducer_candidates_exit_cleanly_50_times():
 def test_plain_values_builds_no_cute_wrappers_and_puts_the_casters_back():
     """With the module given, operands of `!cute.memref` type come back as plain values;
     after the block CuTeDSL's own caster is registered again (the hook needs it)."""
-    from lowering.mlir import _registered_caster, ir, new_context, parse_module, plain_values
+    from cute_lowering.mlir import _registered_caster, ir, new_context, parse_module, plain_values
 
     with new_context() as ctx, ir.Location.unknown():
         module = parse_module(KERNEL_IR.read_text(encoding="utf-8"), ctx)

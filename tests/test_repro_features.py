@@ -13,8 +13,8 @@ import json
 
 import pytest
 
-from lowering.repro import cli, features, matrix
-from lowering.repro.cases import NOT_HERE, load_cases
+from cute_lowering.repro import cli, features, matrix
+from cute_lowering.repro.cases import NOT_HERE, load_cases
 
 HOST_CASE = "host-bf16-add-compare-avx512bf16"
 SAID = "this case needs the CPU feature AVX512-BF16 (avx512_bf16 in /proc/cpuinfo), which this machine lacks"
@@ -43,7 +43,7 @@ def test_run_and_report_name_the_missing_feature_alike(no_avx512_bf16, capsys, t
 
 
 def test_run_json_says_not_here_without_compiling(no_avx512_bf16, capsys, monkeypatch):
-    from lowering.repro import runner
+    from cute_lowering.repro import runner
 
     monkeypatch.setattr(runner, "run_jobs", lambda jobs, python=None: pytest.fail(f"compiled {len(jobs)} jobs"))
     assert cli.main(["run", HOST_CASE, "--json"]) == 0

@@ -10,9 +10,9 @@ import os
 
 import pytest
 
-from lowering.repro import cli
+from cute_lowering.repro import cli
 from cute_lowering.repro.cases import REPRODUCERS, STATUSES, WORKAROUNDS, load_cases
-from lowering.repro.constructs import kernel_ir
+from cute_lowering.repro.constructs import kernel_ir
 from host_cpu import has_avx512_bf16
 from libnvvm_wording import BARE, HIDES_THE_LOG
 from cute_lowering.repro.runner import cutedsl_version, run_cases
@@ -108,7 +108,7 @@ def test_report_is_self_contained(tmp_path):
 
 @needs_the_libnvvm_log
 def test_reducer_shrinks_a_small_input_and_keeps_the_error():
-    from lowering.repro.reduce import reduce_file
+    from cute_lowering.repro.reduce import reduce_file
 
     body = """
         %a = arith.mulf %x, %x : vector<8xf32>
@@ -124,14 +124,14 @@ def test_reducer_shrinks_a_small_input_and_keeps_the_error():
     reduced = reduce_file(text, error, "sm_90a", log=open(os.devnull, "w"))
     assert len(reduced.splitlines()) < len(text.splitlines())
     assert "%unused" not in reduced and "arith.addf %s" not in reduced and "arith.truncf" in reduced
-    from lowering.repro.runner import run_jobs
+    from cute_lowering.repro.runner import run_jobs
 
     result = run_jobs([{"ir": reduced, "arch": "sm_90a"}])[0]
     assert not result["ok"] and error in result["error"]
 
 
 def test_captured_pipeline_is_the_one_lowering_cutedsl_uses():
-    from lowering.cutedsl import pipeline_string
+    from cute_lowering.cutedsl import pipeline_string
     from cute_lowering.repro.runner import WORKER, worker_env
     import subprocess
     import sys

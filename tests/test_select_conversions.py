@@ -1,7 +1,7 @@
 """The select-based conversion passes, run on the CPU and checked bit by bit.
 
 Each conversion is built as `func.func @convert`, rewritten by the real pass
-(`lowering.hostjit.host_conversion`), JIT-compiled for the host and compared with the
+(`cute_lowering.hostjit.host_conversion`), JIT-compiled for the host and compared with the
 independent references in tests/references.py:
 
   * truncf-to-select: f32 sources on a bit over 2^24 stratified patterns (every
@@ -24,8 +24,8 @@ import numpy as np
 import pytest
 import references as ref
 
-from lowering import get_pass
-from lowering.hostjit import (
+from cute_lowering import get_pass
+from cute_lowering.hostjit import (
     ConversionNotRewritten,
     all_bit_patterns,
     compile_function,

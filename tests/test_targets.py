@@ -2,7 +2,7 @@
 
 - One real CuTeDSL kernel doing every narrow conversion a kernel author writes
   (`TensorSSA.to`: f32 and bf16 to E2M1, f32 to E4M3/E5M2, f16 to E4M3, f32 to E8M0
-  (CuTeDSL's `upward`), and each back to f32) is compiled with `lowering.prelowering()`
+  (CuTeDSL's `upward`), and each back to f32) is compiled with `cute_lowering.prelowering()`
   for every target of the installed release's `Arch` enum: each must compile, and the
   hook must rewrite exactly the conversions the table says that (release, target) lacks.
   A target the table marks unusable (listed by the enum, but the release's ptxas rejects
@@ -26,8 +26,8 @@ import cutlass.cute as cute
 import pytest
 from cutlass.cute.runtime import make_fake_compact_tensor
 
-import lowering
-from lowering.targets import (
+import cute_lowering
+from cute_lowering.targets import (
     CONVERSIONS,
     UnknownTarget,
     check_target,
@@ -78,7 +78,7 @@ CONVERTED = (
 
 
 def test_the_table_covers_the_installed_release():
-    assert table_release() == cutedsl_release(), "this CuTeDSL release was not measured: run python -m lowering.measure_targets"
+    assert table_release() == cutedsl_release(), "this CuTeDSL release was not measured: run python -m cute_lowering.measure_targets"
     assert {"sm_80", "sm_89", "sm_90a", "sm_100", "sm_100a", "sm_100f", "sm_120", "sm_120a"} <= set(TARGETS)
     assert set(CONVERTED) <= set(CONVERSIONS)
 
@@ -88,12 +88,12 @@ def test_auto_compiles_every_narrow_conversion(arch):
     launch, args = all_conversions_kernel()
     if unusable(arch):  # in the enum, but the release's own ptxas/libNVVM lacks it (sm_107a in 4.8)
         with pytest.raises(Exception, match=r"Unsupported GPU architecture|not defined for option 'gpu-name'|NVVM"):
-            with lowering.prelowering():
+            with cute_lowering.prelowering():
                 cute.compile(launch, *args, options=f"--gpu-arch {arch}")
         return
-    with lowering.prelowering():
+    with cute_lowering.prelowering():
         cute.compile(launch, *args, options=f"--gpu-arch {arch}")
-    report = lowering.last_report()
+    report = cute_lowering.last_report()
     native = native_conversions(arch)
     expected = {"rewritten": sum(c not in native for c in CONVERTED if c.startswith("truncf:")),
                 "native": sum(c in native for c in CONVERTED if c.startswith("truncf:"))}
@@ -118,9 +118,9 @@ REMEASURED = ("sm_89", "sm_100", "sm_100a", "sm_120", "sm_120a")
 
 @pytest.mark.parametrize("arch", REMEASURED)
 def test_the_table_matches_a_fresh_measurement(arch):
-    from lowering.measure_targets import module
+    from cute_lowering.measure_targets import module
 
-    from lowering.repro.runner import run_jobs
+    from cute_lowering.repro.runner import run_jobs
 
     results = run_jobs([{"ir": module([c]), "arch": arch, "opt_level": 3} for c in CONVERSIONS])
     measured = {c for c, r in zip(CONVERSIONS, results) if r["ok"]}
@@ -134,7 +134,7 @@ def test_check_target_names_what_is_accepted():
         with pytest.raises(UnknownTarget, match=r"unknown target .*accepts sm_80, sm_86"):
             check_target(bad)
     with pytest.raises(UnknownTarget):
-        lowering.auto_pipeline("sm_999")
+        cute_lowering.auto_pipeline("sm_999")
 
 
 def run(*argv: str, stdin: str = "") -> subprocess.CompletedProcess:
@@ -144,21 +144,21 @@ def run(*argv: str, stdin: str = "") -> subprocess.CompletedProcess:
 
 def test_lowering_opt_rejects_an_unknown_arch_option():
     ir = "func.func @f(%x: f32) -> f4E2M1FN {\n  %y = arith.truncf %x : f32 to f4E2M1FN\n  return %y : f4E2M1FN\n}\n"
-    done = run("lowering.opt", "-", "-p", "builtin.module(truncf-to-select{arch=sm_999})", stdin=ir)
+    done = run("cute_lowering.opt", "-", "-p", "builtin.module(truncf-to-select{arch=sm_999})", stdin=ir)
     assert done.returncode == 1, done
     assert "unknown target 'sm_999'" in done.stderr and "Traceback" not in done.stderr
     assert ":1:" in done.stderr  # located in the pipeline text
 
 
 def test_lowering_repro_rejects_an_unknown_arch():
-    done = run("lowering.repro.cli", "run", "fp4-truncf-sm90a", "--arch", "sm_90a,sm_99", "--json")
+    done = run("cute_lowering.repro.cli", "run", "fp4-truncf-sm90a", "--arch", "sm_90a,sm_99", "--json")
     assert done.returncode == 1, done
     assert "unknown target 'sm_99'" in done.stderr and "Traceback" not in done.stderr + done.stdout
     assert ":1:8:" in done.stderr  # the column of 'sm_99' in the option's text
 
 
 def test_kernels_reject_an_unknown_arch_and_take_every_known_one():
-    from kernels import fmha, nvfp4
+    from cute_lowering.kernels import fmha, nvfp4
 
     with pytest.raises(UnknownTarget, match="unknown target 'sm_999'"):
         nvfp4.compile_quantize("bfloat16", "sm_999")  # was CuTeDSL's bare KeyError: 'sm_999'

@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lowering.analysis.collective_ops import collective_of
-from lowering.analysis.uniformity import Scope, Threads, Uniformity, gpu_functions
-from lowering.mlir import inert_values, new_context, parse_module
+from cute_lowering.analysis.collective_ops import collective_of
+from cute_lowering.analysis.uniformity import Scope, Threads, Uniformity, gpu_functions
+from cute_lowering.mlir import inert_values, new_context, parse_module
 
 THREADS = 128
 TID = np.arange(THREADS)
@@ -313,7 +313,7 @@ def test_nested_plain_value_blocks_keep_values_plain():
     must not put CuTeDSL's wrappers back for the passes after it."""
     from cutlass._mlir import ir
 
-    from lowering.mlir import plain_values
+    from cute_lowering.mlir import plain_values
 
     def wrapped() -> bool:
         with ir.Context(), ir.Location.unknown():

@@ -6,7 +6,7 @@ A 128-thread CTA (tid.x in 0..127, lane = tid % 32, warp = tid / 32); `%n` a ker
 
 from __future__ import annotations
 
-from lowering.analysis.uniformity import Scope
+from cute_lowering.analysis.uniformity import Scope
 from test_uniformity import _ops, run  # noqa: F401  (the fixture)
 
 
@@ -89,7 +89,7 @@ def test_value_set_under_a_condition_is_the_branch_value_under_it_again(run):
       }
     }
     """
-    from lowering.passes.check_collectives import check_collectives
+    from cute_lowering.passes.check_collectives import check_collectives
 
     u, _ = run(body, args="%n: i32")
     bound = [r for op in _ops(u.func) if op.name == "scf.if" for r in op.results][0]
@@ -115,7 +115,7 @@ def test_without_the_repeated_condition_the_merged_value_diverges(run):
       %s = nvvm.shfl.sync bfly %full, %i, %c1, %c31 : i32 -> i32
     }
     """
-    from lowering.passes.check_collectives import check_collectives
+    from cute_lowering.passes.check_collectives import check_collectives
 
     u, _ = run(body, args="%n: i32")
     found = check_collectives(u.func.parent)

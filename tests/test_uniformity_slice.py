@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from collective_kernels import CASES
-from lowering.analysis.uniformity import Uniformity, gpu_functions
-from lowering.mlir import inert_values, ir, new_context, parse_module
-from lowering.passes.check_collectives import WATCHED, _is_checked
+from cute_lowering.analysis.uniformity import Uniformity, gpu_functions
+from cute_lowering.mlir import inert_values, ir, new_context, parse_module
+from cute_lowering.passes.check_collectives import WATCHED, _is_checked
 from test_check_collectives import traced_ir
 
 LIT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "testcases", "check-collectives.mlir")
@@ -98,7 +98,7 @@ gpu.module @kernels {
 
 
 def test_an_unread_carried_value_that_does_not_settle_leaves_the_read_ones_exact():
-    from lowering.passes.check_collectives import check_collectives
+    from cute_lowering.passes.check_collectives import check_collectives
 
     with new_context() as context:
         diagnostics = check_collectives(parse_module(UNSETTLED_CHAIN, context))

@@ -10,8 +10,8 @@ from collections import Counter
 
 import cutlass  # noqa: F401  (registers the dialects)
 
-from lowering import run_pipeline
-from lowering.mlir import new_context, parse_module
+from cute_lowering import run_pipeline
+from cute_lowering.mlir import new_context, parse_module
 
 INPUT = os.path.join(os.path.dirname(__file__), "..", "testcases", "Inputs", "fmha128-sm90a.post.mlir.gz")
 

@@ -20,7 +20,7 @@ import sys
 def trim(text: str, wanted: list[str]) -> str:
     import cutlass  # noqa: F401  (registers CuTeDSL's dialects)
 
-    from lowering.mlir import new_context, parse_module
+    from cute_lowering.mlir import new_context, parse_module
 
     with new_context() as context:
         module = parse_module(text, context)

@@ -12,10 +12,10 @@ import math
 
 import numpy as np
 
-from lowering.analysis.fragments import _is_rmem
-from lowering.analysis.lattice import UNIFORM, WARP_SIZE, Fact, Scope
-from lowering.analysis.launch import _int_attr
-from lowering.mlir import ir
+from cute_lowering.analysis.fragments import _is_rmem
+from cute_lowering.analysis.lattice import UNIFORM, WARP_SIZE, Fact, Scope
+from cute_lowering.analysis.launch import _int_attr
+from cute_lowering.mlir import ir
 
 # --- sources -------------------------------------------------------------------------
 _CTA_UNIFORM_SREGS = (

@@ -2,7 +2,7 @@
 
 Whether an op is collective is a fact about how CuTeDSL 4.8.1 lowers it, not about its
 name. Each entry was read off the PTX CuTeDSL emits for it (compiled with no GPU,
-`CUTE_DSL_ARCH=sm_90a`/`sm_100a`, `lowering.cutedsl.compile_ir`); `evidence` says where.
+`CUTE_DSL_ARCH=sm_90a`/`sm_100a`, `cute_lowering.cutedsl.compile_ir`); `evidence` says where.
 The PTX ISA's rule behind each: an instruction with `.sync.aligned` (or `.sync` with a
 member mask) must be executed by every thread of its group, together; `bar.sync` /
 `barrier.sync.aligned` by every thread the barrier counts.
@@ -47,7 +47,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from lowering.analysis.uniformity import Scope
+from cute_lowering.analysis.uniformity import Scope
 
 
 @dataclass(frozen=True)

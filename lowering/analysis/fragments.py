@@ -23,9 +23,9 @@ inputs of a fragment load.
 
 from __future__ import annotations
 
-from lowering.analysis.lattice import Fact, Scope
-from lowering.analysis.launch import _operation
-from lowering.mlir import ir
+from cute_lowering.analysis.lattice import Fact, Scope
+from cute_lowering.analysis.launch import _operation
+from cute_lowering.mlir import ir
 
 _VIEW_DEPTH = 32
 _NO_MEMORY_OPERANDS = ("scf.", "cf.", "arith.", "math.", "vector.", "nvvm.read.ptx.sreg.")

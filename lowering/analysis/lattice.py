@@ -16,7 +16,7 @@ from typing import Iterable
 
 import numpy as np
 
-from lowering.mlir import ir
+from cute_lowering.mlir import ir
 
 WARP_SIZE = 32
 WARPGROUP_SIZE = 128

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from lowering.mlir import ir
+from cute_lowering.mlir import ir
 
 def _int_attr(op, name: str) -> int | None:
     try:

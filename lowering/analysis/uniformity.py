@@ -51,14 +51,14 @@ from typing import Callable
 
 import numpy as np
 
-from lowering.analysis.arith_facts import _FRAGMENT_LOADS, ArithFacts, _kind_of  # noqa: F401
-from lowering.analysis.fragments import FragmentFacts, _is_rmem, reset_type_cache
-from lowering.analysis.lattice import (  # noqa: F401  (re-exported: the analysis' public names)
+from cute_lowering.analysis.arith_facts import _FRAGMENT_LOADS, ArithFacts, _kind_of  # noqa: F401
+from cute_lowering.analysis.fragments import FragmentFacts, _is_rmem, reset_type_cache
+from cute_lowering.analysis.lattice import (  # noqa: F401  (re-exported: the analysis' public names)
     _MAX_FIXPOINT_ROUNDS, _MAX_LOOP_ALTERNATIVES, MAX_THREADS, UNIFORM, WARP_SIZE, WARPGROUP_SIZE,
     Condition, Fact, Reached, Scope, Threads, alternatives, condition_location, threads_reaching,
 )
-from lowering.analysis.launch import _operation, _walk, block_shape, gpu_functions, is_kernel  # noqa: F401
-from lowering.mlir import ir
+from cute_lowering.analysis.launch import _operation, _walk, block_shape, gpu_functions, is_kernel  # noqa: F401
+from cute_lowering.mlir import ir
 
 # the terminators whose operands the walk reads: yields (scf.if/for/while/index_switch
 # results, loop-carried values) and branches (block arguments, branch conditions)

@@ -1,6 +1,6 @@
 """Every pass, one module each; importing this package registers them all."""
 
-from lowering.passes import (  # noqa: F401
+from cute_lowering.passes import (  # noqa: F401
     bitcast_to_ptx,
     check_collectives,
     extf_to_select,

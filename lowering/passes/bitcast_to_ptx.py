@@ -19,11 +19,11 @@ vector<2xf16> to i32, pointers) are left with a remark.
 
 from __future__ import annotations
 
-from lowering.mlir import element_type, ir, is_float, is_integer
-from lowering.ptx import PtxEmitter, emit_option
-from lowering.registry import register_pass
-from lowering.rewriting import Leave, RewritePass
-from lowering.vectors import is_lane_vector, lanewise
+from cute_lowering.mlir import element_type, ir, is_float, is_integer
+from cute_lowering.ptx import PtxEmitter, emit_option
+from cute_lowering.registry import register_pass
+from cute_lowering.rewriting import Leave, RewritePass
+from cute_lowering.vectors import is_lane_vector, lanewise
 
 _MOV_BY_WIDTH = {16: "mov.b16", 32: "mov.b32", 64: "mov.b64"}
 

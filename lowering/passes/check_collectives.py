@@ -61,7 +61,7 @@ from collections import Counter
 
 import numpy as np
 
-from lowering.analysis.collective_ops import (
+from cute_lowering.analysis.collective_ops import (
     TMEM_ALLOC,
     TMEM_COLUMNS,
     TMEM_DEALLOC,
@@ -70,8 +70,8 @@ from lowering.analysis.collective_ops import (
     collective_of,
     op_names,
 )
-from lowering.analysis.launch import cluster_size
-from lowering.analysis.uniformity import (
+from cute_lowering.analysis.launch import cluster_size
+from cute_lowering.analysis.uniformity import (
     WARP_SIZE,
     WARPGROUP_SIZE,
     Condition,
@@ -83,9 +83,9 @@ from lowering.analysis.uniformity import (
     gpu_functions,
     threads_reaching,
 )
-from lowering.diagnostics import CheckFailed, Diagnostic, DiagnosticSink, SourceBuffer, _file_location
-from lowering.mlir import inert_values, ir
-from lowering.registry import choice, flag, register_pass
+from cute_lowering.diagnostics import CheckFailed, Diagnostic, DiagnosticSink, SourceBuffer, _file_location
+from cute_lowering.mlir import inert_values, ir
+from cute_lowering.registry import choice, flag, register_pass
 
 MODES = ("error", "warn")
 WATCHED = frozenset(op_names()) | {TMEM_ALLOC, TMEM_DEALLOC}

@@ -27,12 +27,12 @@ that target (`lowering/targets.py`) are left to it and counted as `native`.
 
 from __future__ import annotations
 
-from lowering.elementwise import Elementwise
-from lowering.formats import E8M0, FORMATS, NarrowFloat
-from lowering.mlir import arith, element_type, ir
-from lowering.narrow_conversion import ARCH_OPTIONS, NarrowConversionPass
-from lowering.registry import register_pass
-from lowering.rewriting import Leave
+from cute_lowering.elementwise import Elementwise
+from cute_lowering.formats import E8M0, FORMATS, NarrowFloat
+from cute_lowering.mlir import arith, element_type, ir
+from cute_lowering.narrow_conversion import ARCH_OPTIONS, NarrowConversionPass
+from cute_lowering.registry import register_pass
+from cute_lowering.rewriting import Leave
 
 F32_NAN = 0x7FC00000
 F32_INF = 0x7F800000

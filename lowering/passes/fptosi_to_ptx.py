@@ -37,11 +37,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lowering.mlir import arith, defining_op, element_type, ir
-from lowering.ptx import PtxEmitter, emit_option
-from lowering.registry import choice, register_pass
-from lowering.rewriting import Leave, RewritePass
-from lowering.vectors import is_lane_vector, lanewise
+from cute_lowering.mlir import arith, defining_op, element_type, ir
+from cute_lowering.ptx import PtxEmitter, emit_option
+from cute_lowering.registry import choice, register_pass
+from cute_lowering.rewriting import Leave, RewritePass
+from cute_lowering.vectors import is_lane_vector, lanewise
 
 # rounding producer -> PTX integer rounding modifier
 ROUNDING_PRODUCERS = {

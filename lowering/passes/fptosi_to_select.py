@@ -101,9 +101,9 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from lowering.mlir import arith, defining_op, element_type, ir
-from lowering.registry import Option, OptionError, choice, register_pass, text
-from lowering.rewriting import Leave, RewritePass
+from cute_lowering.mlir import arith, defining_op, element_type, ir
+from cute_lowering.registry import Option, OptionError, choice, register_pass, text
+from cute_lowering.rewriting import Leave, RewritePass
 
 INF = math.inf
 

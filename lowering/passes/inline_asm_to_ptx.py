@@ -33,10 +33,10 @@ import functools
 import re
 from dataclasses import dataclass
 
-from lowering.mlir import ir, llvm
-from lowering.ptx import inline_ptx, is_float_constant, register_letter
-from lowering.registry import register_pass
-from lowering.rewriting import Leave, RewritePass
+from cute_lowering.mlir import ir, llvm
+from cute_lowering.ptx import inline_ptx, is_float_constant, register_letter
+from cute_lowering.registry import register_pass
+from cute_lowering.rewriting import Leave, RewritePass
 
 _OPERAND = re.compile(r"\$(\$|\{(\d+)(:[^}]*)?\}|\d+)")
 

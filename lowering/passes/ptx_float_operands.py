@@ -23,10 +23,10 @@ Statistics count operands moved: `rewritten` counts `nvvm.inline_ptx` ops change
 
 from __future__ import annotations
 
-from lowering.mlir import ir
-from lowering.ptx import in_register, is_float_constant
-from lowering.registry import register_pass
-from lowering.rewriting import Leave, RewritePass
+from cute_lowering.mlir import ir
+from cute_lowering.ptx import in_register, is_float_constant
+from cute_lowering.registry import register_pass
+from cute_lowering.rewriting import Leave, RewritePass
 
 
 @register_pass("ptx-float-operands")

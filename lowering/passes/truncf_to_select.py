@@ -87,12 +87,12 @@ from __future__ import annotations
 import math
 import struct
 from dataclasses import dataclass
-from lowering.elementwise import Elementwise
-from lowering.formats import E2M1, E8M0, FORMATS, NarrowFloat
-from lowering.mlir import arith, create_op, element_type, ir, math_ops, vector
-from lowering.narrow_conversion import ARCH_OPTIONS, NarrowConversionPass
-from lowering.registry import choice, register_pass
-from lowering.rewriting import Leave
+from cute_lowering.elementwise import Elementwise
+from cute_lowering.formats import E2M1, E8M0, FORMATS, NarrowFloat
+from cute_lowering.mlir import arith, create_op, element_type, ir, math_ops, vector
+from cute_lowering.narrow_conversion import ARCH_OPTIONS, NarrowConversionPass
+from cute_lowering.registry import choice, register_pass
+from cute_lowering.rewriting import Leave
 
 NEAREST_EVEN = "to_nearest_even"
 E8M0_ROUNDINGS = (NEAREST_EVEN, "upward", "downward", "toward_zero")

@@ -52,11 +52,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from lowering.analysis.dominance import Dominance
-from lowering.diagnostics import nearest_location
-from lowering.mlir import defining_op, ir
-from lowering.passes.wgmma_report import descriptor_operands, wgmma_shape
-from lowering.registry import choice, register_pass
+from cute_lowering.analysis.dominance import Dominance
+from cute_lowering.diagnostics import nearest_location
+from cute_lowering.mlir import defining_op, ir
+from cute_lowering.passes.wgmma_report import descriptor_operands, wgmma_shape
+from cute_lowering.registry import choice, register_pass
 
 # no side effects and no undefined behaviour on any operand (poison at most), so computing
 # them earlier on more paths changes no value any use sees

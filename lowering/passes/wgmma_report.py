@@ -34,9 +34,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from lowering.diagnostics import nearest_location
-from lowering.mlir import defining_op, ir
-from lowering.registry import register_pass
+from cute_lowering.diagnostics import nearest_location
+from cute_lowering.mlir import defining_op, ir
+from cute_lowering.registry import register_pass
 
 _SHAPE = re.compile(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)")
 FENCE = "nvvm.wgmma.fence.aligned"

@@ -69,7 +69,7 @@ class Case:
 
     def missing_here(self) -> str | None:
         """None where this machine has what the case needs, else the sentence that names what it lacks."""
-        from lowering.repro.features import missing
+        from cute_lowering.repro.features import missing
 
         lacking = missing(self.requires)
         if not lacking:

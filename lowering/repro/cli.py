@@ -8,7 +8,7 @@
 
 Thin: compiles go through CuTeDSL's own pipeline string in a subprocess
 (`lowering/repro/worker.py`, since an `LLVM ERROR` aborts the process), and the
-workaround is one `lowering.run_pipeline` call before it. No rewriting logic here.
+workaround is one `cute_lowering.run_pipeline` call before it. No rewriting logic here.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ import json
 import sys
 import textwrap
 
-from lowering.closed_pipe import quiet_on_closed_stdout, stdout_closed
-from lowering.diagnostics import Diagnostic, LoweringError, SourceLocation
-from lowering.files import FileWriteError, check_writable, read_text, write_text
-from lowering.repro.cases import NOT_HERE, Case, load_cases
-from lowering.repro.runner import cutedsl_version, error_summary, release_python, run_cases
+from cute_lowering.closed_pipe import quiet_on_closed_stdout, stdout_closed
+from cute_lowering.diagnostics import Diagnostic, LoweringError, SourceLocation
+from cute_lowering.files import FileWriteError, check_writable, read_text, write_text
+from cute_lowering.repro.cases import NOT_HERE, Case, load_cases
+from cute_lowering.repro.runner import cutedsl_version, error_summary, release_python, run_cases
 
 PROG = "lowering-repro"
 ARGV_BUFFER = "<command-line>"
@@ -40,7 +40,7 @@ class UsageError(Exception):
 
 def parse_versions(text: str | None) -> list[str]:
     """'4.6.3,4.8.1' -> list; an entry that is not a release number is an error located in the text."""
-    from lowering.repro.venvs import ReleaseError, check_release
+    from cute_lowering.repro.venvs import ReleaseError, check_release
 
     versions, column = [], 1
     for part in (text or "").split(","):
@@ -73,7 +73,7 @@ def parse_archs(text: str | None) -> list[str] | None:
     """'sm_90a,sm_100a' -> list; a bad entry is an error located in the option's text."""
     if text is None:
         return None
-    from lowering.targets import sm_version
+    from cute_lowering.targets import sm_version
 
     archs, column = [], 1
     for part in text.split(","):
@@ -122,7 +122,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_matrix(args) -> int:
-    from lowering.repro.matrix import render_from_json, run_matrix
+    from cute_lowering.repro.matrix import render_from_json, run_matrix
 
     if args.render_only:
         try:
@@ -131,7 +131,7 @@ def cmd_matrix(args) -> int:
             raise UsageError(f"cannot read the measured data beside '{args.output}': {e.strerror}") from None
         print(f"wrote {args.output}")
         return 0
-    from lowering.repro.venvs import ReleaseError
+    from cute_lowering.repro.venvs import ReleaseError
 
     versions = parse_versions(args.versions)  # every entry checked before any venv is made
     try:
@@ -142,7 +142,7 @@ def cmd_matrix(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from lowering.repro.report import NotReproducing, write_report
+    from cute_lowering.repro.report import NotReproducing, write_report
 
     case = select([args.name])[0]
     archs = case.targets(parse_archs(args.arch))
@@ -170,7 +170,7 @@ def cmd_report(args) -> int:
 
 
 def cmd_reduce(args) -> int:
-    from lowering.repro.reduce import reduce_file
+    from cute_lowering.repro.reduce import reduce_file
 
     archs = parse_archs(args.arch) or ["sm_90a"]
     name, text = read_text(args.input)  # LoweringError: unreadable, or not UTF-8 text
@@ -178,7 +178,7 @@ def cmd_reduce(args) -> int:
         check_writable(args.output)  # before minutes of reducing, not after
     except FileWriteError as e:
         raise UsageError(str(e)) from None
-    from lowering.repro.reduce import ReduceError
+    from cute_lowering.repro.reduce import ReduceError
 
     try:
         result = reduce_file(text, args.error, archs[0], args.opt_level, log=sys.stderr, name=name)

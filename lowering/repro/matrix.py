@@ -28,12 +28,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lowering.files import write_text
-from lowering.repro.cases import NOT_HERE, REPRODUCERS, load_cases
-from lowering.repro.constructs import CONSTRUCTS, construct_ir
-from lowering.repro.releases import LEGEND, Notes, code_span, release_table, sorted_versions
-from lowering.repro.runner import error_summary, run_cases, run_jobs, worker_env
-from lowering.repro.venvs import venv_python
+from cute_lowering.files import write_text
+from cute_lowering.repro.cases import NOT_HERE, REPRODUCERS, load_cases
+from cute_lowering.repro.constructs import CONSTRUCTS, construct_ir
+from cute_lowering.repro.releases import LEGEND, Notes, code_span, release_table, sorted_versions
+from cute_lowering.repro.runner import error_summary, run_cases, run_jobs, worker_env
+from cute_lowering.repro.venvs import venv_python
 
 SURVEY_ARCHS = ("sm_80", "sm_90a", "sm_100a")
 SURVEY_OPT_LEVELS = (0, 1, 2, 3)
@@ -50,11 +50,11 @@ class NotMeasured(Exception):
 PACKAGE_PROBE = """
 import sys
 try:
-    import lowering.repro.cli, lowering.pipeline, lowering.passes
+    import cute_lowering.repro.cli, cute_lowering.pipeline, cute_lowering.passes
 except Exception as e:
     print(f"{type(e).__name__}: {e}", file=sys.stderr)
     sys.exit(3)
-from lowering.mlir import ir, passmanager
+from cute_lowering.mlir import ir, passmanager
 with ir.Context():
     passmanager.PassManager("builtin.module").add(lambda op, p: None, name="Probe", argument="probe")
 """
@@ -90,7 +90,7 @@ def measure(version: str, python: str, deps: str | None = None, log=sys.stderr,
     archs = ",".join(SURVEY_ARCHS)
     why_not = package_runs(python, env)
     if why_not is None:
-        proc = subprocess.run([python, "-m", "lowering.repro.cli", "run", "--json", "--arch", archs],
+        proc = subprocess.run([python, "-m", "cute_lowering.repro.cli", "run", "--json", "--arch", archs],
                               capture_output=True, text=True, env=env)
         if proc.returncode != 0:
             raise NotMeasured(f"`lowering-repro run --json` failed there: {error_summary(proc.stderr)}")

@@ -21,9 +21,9 @@ import re
 import sys
 from typing import Callable, Iterator
 
-from lowering.diagnostics import Diagnostic, LoweringError, SourceBuffer, SourceLocation, from_mlir_error
-from lowering.mlir import NestingTooDeep, ir, new_context, parse_module, plain_values
-from lowering.repro.runner import Worker
+from cute_lowering.diagnostics import Diagnostic, LoweringError, SourceBuffer, SourceLocation, from_mlir_error
+from cute_lowering.mlir import NestingTooDeep, ir, new_context, parse_module, plain_values
+from cute_lowering.repro.runner import Worker
 
 
 class ReduceError(Exception):

@@ -15,7 +15,7 @@ error that release printed, so that "changed" always says what it changed to:
 
 from __future__ import annotations
 
-from lowering.repro.cases import Case
+from cute_lowering.repro.cases import Case
 
 LEGEND = (
     "status: `reproduces` (fails with the case's recorded error), `changed [n]` (still fails, with "

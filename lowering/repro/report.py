@@ -16,9 +16,9 @@ import shutil
 import subprocess
 import sys
 
-from lowering.repro.cases import Case
-from lowering.repro.releases import LEGEND, Notes, release_table, sorted_versions, where_it_reproduces
-from lowering.repro.runner import WORKER, cutedsl_version, error_summary, run_jobs, worker_env
+from cute_lowering.repro.cases import Case
+from cute_lowering.repro.releases import LEGEND, Notes, release_table, sorted_versions, where_it_reproduces
+from cute_lowering.repro.runner import WORKER, cutedsl_version, error_summary, run_jobs, worker_env
 
 
 class NotReproducing(Exception):
@@ -73,7 +73,7 @@ def _refusal(case: Case, arch: str, version: str, status: str, error: str) -> st
 
 def _pipeline(case: Case, arch: str, opt_level: int, python: str | None) -> str:
     if case.host:
-        from lowering.repro.worker import HOST_LOWERING
+        from cute_lowering.repro.worker import HOST_LOWERING
 
         return f"{HOST_LOWERING}, then ExecutionEngine(module, opt_level={opt_level}) and a lookup of the entry"
     return subprocess.run([python or sys.executable, str(WORKER), "--pipeline", arch, str(opt_level)],

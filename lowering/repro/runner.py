@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lowering.repro.cases import Case
+    from cute_lowering.repro.cases import Case
 
 WORKER = Path(__file__).with_name("worker.py")
 RELEASE_VENVS = Path(os.path.expanduser("~/.cache/cute-lowering/venvs"))
@@ -62,7 +62,7 @@ def error_summary(text: str) -> str:
 def run_cases(cases: list["Case"], archs: list[str] | None, opt_level: int = 3, python: str | None = None,
               workaround: bool = True) -> list[dict]:
     """One record per (case, arch): status, error text and workaround, as `run --json` prints them."""
-    from lowering.repro.cases import NOT_HERE
+    from cute_lowering.repro.cases import NOT_HERE
 
     plan, jobs, records = [], [], []
     for case in cases:

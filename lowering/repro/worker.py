@@ -142,10 +142,10 @@ def compile_text(text: str, arch: str, opt_level: int = 3, workaround: str | Non
         except Exception as e:  # noqa: BLE001
             return f"parse error: {e}"
         if workaround:
-            # not `from lowering... import`: older CuTeDSL's AST preprocessor imports every
+            # not `from cute_lowering... import`: older CuTeDSL's AST preprocessor imports every
             # module named in this file when it traces the probe kernel
-            pipeline_module = importlib.import_module("lowering.pipeline")
-            diagnostics = importlib.import_module("lowering.diagnostics")
+            pipeline_module = importlib.import_module("cute_lowering.pipeline")
+            diagnostics = importlib.import_module("cute_lowering.diagnostics")
             try:
                 pipeline_module.run_pipeline(module, workaround)
             except diagnostics.LoweringError as e:
