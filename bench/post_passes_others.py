@@ -121,12 +121,12 @@ def worker(post: str, kernels: list[str], outputs: str, examples: str | None) ->
 
     for name in kernels:
         run, flops = _kernel(name, examples)
-        before = len(cute_lowering.reports())
-        with cute_lowering.prelowering(post=post) if post else contextlib.nullcontext():
-            out = run()  # the first call compiles: inside the post pipeline when there is one
-        torch.cuda.synchronize()
+        with cute_lowering.recorded_reports() as got:
+            with cute_lowering.prelowering(post=post) if post else contextlib.nullcontext():
+                out = run()  # the first call compiles: inside the post pipeline when there is one
+            torch.cuda.synchronize()
         did = {}
-        for report in cute_lowering.reports()[before:]:
+        for report in got:
             for p in report.passes:
                 if p.stage == "post":
                     for key, count in p.counts.items():

@@ -17,6 +17,7 @@ from cute_lowering.hook import (
     install_from_env,
     last_report,
     prelowering,
+    recorded_reports,
     reports,
     uninstall,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "install_from_env",
     "last_report",
     "prelowering",
+    "recorded_reports",
     "reports",
     "uninstall",
     "Diagnostic",

@@ -118,6 +118,8 @@ _scoped_checks: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar
 _scoped_posts: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("lowering_posts", default=())
 _reports: list[PreloweringReport] = []
 _MAX_REPORTS = 256
+# the lists of enclosing `recorded_reports()` blocks: each gets every report finished inside it
+_recorders: list[list[PreloweringReport]] = []
 
 
 def active_pipeline() -> str | None:
@@ -218,6 +220,20 @@ def last_report() -> PreloweringReport | None:
 def reports() -> list[PreloweringReport]:
     """Reports of the recent compiles (at most 256), oldest first."""
     return list(_reports)
+
+
+@contextlib.contextmanager
+def recorded_reports():
+    """`with recorded_reports() as got:` -- `got` is the list of the reports of every compile
+    finished inside the block, oldest first, however many. (Counting `reports()` before and
+    after does not work once 256 are kept: the list stops growing.) A compile served from one of
+    CuTeDSL's caches runs no pipeline and leaves no report."""
+    got: list[PreloweringReport] = []
+    _recorders.append(got)
+    try:
+        yield got
+    finally:  # by identity: list.remove compares by value, and two recorders may hold the same reports
+        del _recorders[next(i for i, r in enumerate(_recorders) if r is got)]
 
 
 # --- the dispatcher CuTeDSL calls --------------------------------------------------
@@ -443,6 +459,8 @@ def _finish(report: PreloweringReport, start: float) -> None:
     report.seconds = time.perf_counter() - start
     _reports.append(report)
     del _reports[:-_MAX_REPORTS]
+    for got in _recorders:
+        got.append(report)
     log.info("prelowering %s", report.summary())
     for remark in report.remarks:
         (log.warning if remark.severity == "warning" else log.debug)("%s", remark.format())

@@ -54,26 +54,26 @@ def op_census(path: str) -> dict[str, int]:
 def _compile(build, arch: str, dump: str, hooked: bool) -> tuple[dict, str | None]:
     import cute_lowering
 
-    before = len(cute_lowering.reports())
     ir_dump = os.path.join(dump, "ir")
     start = time.perf_counter()
     entry: dict = {"ok": True, "error": None}
-    try:
-        if hooked:
-            os.environ["CUTE_LOWERING_DUMP"] = ir_dump  # our IR before and after the passes
-            try:
-                with cute_lowering.prelowering():
-                    build(arch)
-            finally:
-                del os.environ["CUTE_LOWERING_DUMP"]
-        else:
-            build(arch)
-    except Exception as e:  # keep the compiler's own text for the test to match
-        chain, cause = [], e
-        while cause is not None:
-            chain.append(f"{type(cause).__name__}: {cause}")
-            cause = cause.__cause__
-        entry.update(ok=False, error=_ANSI.sub("", "\n".join(chain))[-8000:])
+    with cute_lowering.recorded_reports() as got:  # every report of this build, however many
+        try:
+            if hooked:
+                os.environ["CUTE_LOWERING_DUMP"] = ir_dump  # our IR before and after the passes
+                try:
+                    with cute_lowering.prelowering():
+                        build(arch)
+                finally:
+                    del os.environ["CUTE_LOWERING_DUMP"]
+            else:
+                build(arch)
+        except Exception as e:  # keep the compiler's own text for the test to match
+            chain, cause = [], e
+            while cause is not None:
+                chain.append(f"{type(cause).__name__}: {cause}")
+                cause = cause.__cause__
+            entry.update(ok=False, error=_ANSI.sub("", "\n".join(chain))[-8000:])
     entry["seconds"] = time.perf_counter() - start
     if hooked:
         entry["reports"] = [
@@ -87,7 +87,7 @@ def _compile(build, arch: str, dump: str, hooked: bool) -> tuple[dict, str | Non
                 "passes": {p.name: p.counts for p in r.passes},
                 "remarks": [d.format() for d in r.remarks],
             }
-            for r in cute_lowering.reports()[before:]
+            for r in got
         ]
         if any(r["rewritten"] for r in entry["reports"]):  # what changed, op by op
             entry["census"] = {

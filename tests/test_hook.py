@@ -152,6 +152,26 @@ def test_innermost_pipeline_wins():
         assert cute_lowering.last_report().pipeline == "builtin.module(fptosi-to-ptx)"
 
 
+def test_recorded_reports_sees_every_compile_after_256_are_kept(monkeypatch):
+    """A process that compiled 256 kernels keeps 256 reports: counting reports() before and after
+    then sees nothing new (the GPU suite's direct-call test failed so); recorded_reports does not."""
+    from cute_lowering import hook
+
+    full = [hook.PreloweringReport(function=f"old{i}", arch="sm_90a", pipeline="builtin.module()") for i in range(256)]
+    monkeypatch.setattr(hook, "_reports", full)
+    before = len(cute_lowering.reports())
+    with cute_lowering.recorded_reports() as outer:
+        with cute_lowering.recorded_reports() as inner:
+            with cute_lowering.prelowering("builtin.module(fptosi-to-ptx)"):
+                compile_case(PTX_CASES, "to_int32", "sm_90a")
+        with cute_lowering.prelowering("builtin.module(bitcast-to-ptx)"):
+            compile_case(PTX_CASES, "to_int32", "sm_90a")
+    assert len(cute_lowering.reports()) == before == 256  # the kept list did not grow
+    assert [r.pipeline for r in inner] == ["builtin.module(fptosi-to-ptx)"]
+    assert [r.pipeline for r in outer] == ["builtin.module(fptosi-to-ptx)", "builtin.module(bitcast-to-ptx)"]
+    assert outer[-1] is cute_lowering.last_report()
+
+
 def test_a_bad_pipeline_is_rejected_before_compiling():
     with pytest.raises(cute_lowering.LoweringError, match="no-such-pass"):
         cute_lowering.prelowering("builtin.module(no-such-pass)")
