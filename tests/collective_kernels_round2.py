@@ -347,6 +347,34 @@ def _named_barrier_two_sites_full(dst: cute.Tensor, n: Int32):
     dst[tidx + 128] = Float32(warp_idx)
 
 
+@correct("named_barrier_tmem_alloc_shape", "sm_90a", "barrier(2, 160): warp 4 at one site, warps 0-3 at another, warp 5 never: CuTeDSL's TmemAllocator shape (the MMA warp and the epilogue warps); it completes, synccheck reports it (\"Divergent thread(s) in block\", H100): pedantic=true reports it", block=192)
+@cute.kernel
+def _named_barrier_tmem_alloc_shape(dst: cute.Tensor, n: Int32):
+    tidx, _, _ = cute.arch.thread_idx()
+    warp_idx = cute.arch.warp_idx()
+    dst[tidx] = Float32(tidx)
+    if warp_idx == 4:
+        cute.arch.barrier(barrier_id=2, number_of_threads=160)
+        dst[tidx + 256] = Float32(1)
+    elif warp_idx < 4:
+        dst[tidx + 512] = Float32(2)
+        cute.arch.barrier(barrier_id=2, number_of_threads=160)
+    dst[tidx + 768] = Float32(warp_idx)
+
+
+@planted("named_barrier_two_sites_split_in_warp", "sm_90a", "nvvm.barrier", "barrier(1, 128) at two sites, lanes 0-15 of every warp at one and lanes 16-31 at the other (synccheck, H100: \"Divergent thread(s) in warp\")")
+@cute.kernel
+def _named_barrier_two_sites_split_in_warp(dst: cute.Tensor, n: Int32):
+    tidx, _, _ = cute.arch.thread_idx()
+    lane = cute.arch.lane_idx()
+    dst[tidx] = Float32(tidx)
+    if lane < 16:  # <- diverges
+        cute.arch.barrier(barrier_id=1, number_of_threads=128)  # <- collective
+    else:
+        cute.arch.barrier(barrier_id=1, number_of_threads=128)
+    dst[tidx + 128] = Float32(lane)
+
+
 @cute.jit
 def _sync_pair():
     """barrier(1, 64) in a helper: every call site traces one more bar.sync at this line."""

@@ -115,6 +115,8 @@ def test_two_sync_sites_of_one_id_only_pedantic_reports_and_says_why():
     the H100, and CuTeDSL's TmemAllocator does the same in CUTLASS's and quack's Blackwell
     kernels: a near miss by default (no finding, one `pedantic` count), an error under
     pedantic=true that names both sites, the threads at each, and the rule."""
+    assert not analyse("named_barrier_tmem_alloc_shape")  # one warp / four warps, as TmemAllocator
+    assert [d.severity for d in _pedantic("named_barrier_tmem_alloc_shape")] == ["error"]
     case = CASES["named_barrier_two_sites_full"]
     assert case.expect == "ok" and not analyse(case.name)
     (error,) = [d for d in _pedantic(case.name) if d.severity == "error"]
