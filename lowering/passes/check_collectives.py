@@ -378,13 +378,14 @@ class _Checker:
         So the threads of one phase of a barrier id execute one instruction per form: sync at one
         site and arrive at another is the ISA's own example (legal); two sites of one form
         reached by different threads, who can meet in one phase, are undefined (synccheck on the
-        H200 and the H100: "Divergent thread(s) in block"). Reported only with `pedantic=true`:
-        the hardware counts a named barrier's arrivals by warp, so such a barrier completes (it
-        ran so under synccheck, warps 0-1 / 2-3 and one warp / four warps), and CuTeDSL's own
-        `TmemAllocator.wait_for_alloc` (a `NamedBarrier.arrive_and_wait` in the MMA warp and
-        another in the epilogue warps) does exactly this in CUTLASS's and quack's Blackwell
-        kernels: by default the check reports what hangs or computes garbage, and counts these
-        (statistic `pedantic`). A split inside a warp is an error either way (the per-site
+        H200 and the H100: "Divergent thread(s) in block", and it stops the kernel there).
+        Reported only with `pedantic=true`: barriers count arrivals by warp (PTX: a warp arrives
+        for its non-exited threads), and CuTeDSL's own `TmemAllocator.wait_for_alloc` (a
+        `NamedBarrier.arrive_and_wait` in the MMA warp, another in the epilogue warps) does
+        exactly this in every CUTLASS and quack Blackwell kernel that allocates TMEM, kernels
+        NVIDIA ships and runs: a check that failed all of them would be switched off. By default
+        the check reports what hangs or computes garbage and counts these (statistic
+        `pedantic`); code that must be synccheck-clean asks for `pedantic=true`. A split inside a warp is an error either way (the per-site
         warp check; synccheck's "Divergent thread(s) in warp"). Two sites reached by the same threads (one after
         the other: each phase is complete at one site before any of them reaches the next; a
         body CuTeDSL traced twice, run in turn) are legal. The rule is per instruction, not per
