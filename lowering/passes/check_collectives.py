@@ -35,8 +35,8 @@ a warpgroup runs the same setmaxnreg (action and count) when any of its warps ru
 condition that differs between the CTAs of a cluster (`cluster.ctarank == 0`,
 `bidx % 2 == 0`) with a cluster of more than one CTA is an error. `pedantic=true` also
 reports one phase of a barrier id at two `bar.sync` (or two `bar.arrive`) sites reached by
-different warps: `.aligned` leaves it undefined and synccheck reports it, but GPUs complete
-it and CuTeDSL's own TmemAllocator does it (see `_aligned_sites`).
+different warps: `.aligned` leaves it undefined and synccheck reports it, but CuTeDSL's own
+TmemAllocator emits it in CUTLASS's and quack's Blackwell kernels (see `_aligned_sites`).
 
 Exits (`nvvm.exit`, PTX `exit`): what an exited thread means depends on the collective
 (the table's `exited`, from the PTX ISA): `bar.sync` for the whole CTA, `vote`/`redux`/
@@ -110,7 +110,7 @@ def check_collectives(module, mode: str = "error", source: SourceBuffer | None =
     options=(
         choice("mode", MODES, "error", "error: provable divergence fails the run; warn: it is reported as a warning"),
         flag("strict", False, "a 'may diverge' warning fails the run too (for CI gates)"),
-        flag("pedantic", False, "also report what the PTX ISA leaves undefined but GPUs complete: one phase of a named "
+        flag("pedantic", False, "also report what the PTX ISA leaves undefined but CuTeDSL itself emits: one phase of a named "
              "barrier at two bar.sync (or two bar.arrive) sites reached by different warps (synccheck's "
              "'Divergent thread(s) in block'; CuTeDSL's own TmemAllocator does it)"),
     ),
@@ -382,11 +382,14 @@ class _Checker:
         Reported only with `pedantic=true`: barriers count arrivals by warp (PTX: a warp arrives
         for its non-exited threads), and CuTeDSL's own `TmemAllocator.wait_for_alloc` (a
         `NamedBarrier.arrive_and_wait` in the MMA warp, another in the epilogue warps) does
-        exactly this in every CUTLASS and quack Blackwell kernel that allocates TMEM, kernels
-        NVIDIA ships and runs: a check that failed all of them would be switched off. By default
-        the check reports what hangs or computes garbage and counts these (statistic
-        `pedantic`); code that must be synccheck-clean asks for `pedantic=true`. A split inside a warp is an error either way (the per-site
-        warp check; synccheck's "Divergent thread(s) in warp"). Two sites reached by the same threads (one after
+        exactly this in CUTLASS's Blackwell GEMM and FMHA examples and quack's sm_100 GEMM,
+        kernels their authors ship and run: a check that failed all of them would be switched
+        off. By default the check reports what hangs or computes garbage and counts these
+        (statistic `pedantic`); code that must be synccheck-clean asks for `pedantic=true`. A
+        split inside a warp is an error either way (the per-site warp check; synccheck's
+        "Divergent thread(s) in warp"). Whether a GPU completes the whole-warp case unwatched is
+        not measured yet (synccheck stops it); if one does not, this becomes an error again.
+        Two sites reached by the same threads (one after
         the other: each phase is complete at one site before any of them reaches the next; a
         body CuTeDSL traced twice, run in turn) are legal. The rule is per instruction, not per
         source line: one line CuTeDSL traced twice is two instructions. Returns whether it reported."""
