@@ -148,3 +148,21 @@ def test_exits_before_bar_warp_sync_and_elect_are_not_excused():
         (error,) = [d for d in analyse(name) if d.severity == "error"]
         assert "threads that exited still count" in error.message, error.format()
     assert not analyse("warp_sync_masked_after_lane_exit")
+
+
+def test_synccheck_runner_reads_plain_and_sanitized_runs():
+    """bench/collectives_synccheck.py --plain (no sanitizer: does the GPU complete the kernel?)
+    and under synccheck, from the worker's own lines and compute-sanitizer's summary."""
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "bench" / "collectives_synccheck.py"
+    spec = importlib.util.spec_from_file_location("collectives_synccheck", path)
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
+    assert runner.classify(0, "LAUNCH k\nRAN k\n", False)["verdict"] == "clean"  # plain: ran to the end
+    assert runner.classify(124, "LAUNCH k\n", True)["verdict"].startswith("hang")
+    stopped = "LAUNCH k\n========= Barrier error detected. Divergent thread(s) in block.\n========= ERROR SUMMARY: 128 errors\n"
+    found = runner.classify(1, stopped, False)
+    assert found["verdict"] == "128 synccheck error(s)" and found["first"].startswith("Barrier error detected")
+    assert runner.classify(1, "Traceback ...\n", False)["verdict"] == "failed (exit 1)"
