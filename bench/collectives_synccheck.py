@@ -94,7 +94,7 @@ def run_case(name: str) -> int:
     return 0
 
 
-def classify(returncode: int, output: str, timed_out: bool) -> dict:
+def classify(returncode: int, output: str, timed_out: bool, plain: bool = False) -> dict:
     errors = _SUMMARY.search(output)
     count = int(errors.group(1)) if errors else None
     first = _ERROR_LINE.search(output)
@@ -104,7 +104,7 @@ def classify(returncode: int, output: str, timed_out: bool) -> dict:
         verdict = "timed out before the launch"
     elif count:
         verdict = f"{count} synccheck error(s)"
-    elif "RAN " in output and not count:  # (a plain run prints no summary)
+    elif "RAN " in output and (count == 0 or (plain and count is None)):  # (a plain run prints no summary)
         verdict = "clean"
     else:
         verdict = f"failed (exit {returncode})"
@@ -126,7 +126,7 @@ def sanitize(name: str, timeout: int, out: str, plain: bool = False) -> dict:
         f.write(output)
     timed_out = run.returncode in (124, 137)
     record = {"case": name, "returncode": run.returncode, "seconds": round(seconds, 1)}
-    record.update(classify(run.returncode, output, timed_out))
+    record.update(classify(run.returncode, output, timed_out, plain))
     return record
 
 

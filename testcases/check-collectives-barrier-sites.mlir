@@ -7,9 +7,9 @@
 // instruction", and "Different warps may execute different forms of the barrier{.cta}
 // instruction using the same barrier name and thread count" (sync + arrive: the producer/
 // consumer example). So one phase may mix a bar.arrive site and a bar.sync site, never two
-// bar.sync sites (nor two bar.arrive sites). GPUs complete such a phase all the same (they
-// count a named barrier by warp; synccheck reports it, the kernel runs) and CuTeDSL's own
-// TmemAllocator does it, so only pedantic=true reports the two-site cases below; without it
+// bar.sync sites (nor two bar.arrive sites). synccheck reports such a phase (and stops the
+// kernel), yet CuTeDSL's own TmemAllocator emits it (named barriers count arrivals by warp),
+// so only pedantic=true reports the two-site cases below; without it
 // the over-count errors further down are all there is (the second RUN line).
 // DEFAULT-NOT: two bar.sync sites
 // DEFAULT-NOT: traced twice

@@ -111,9 +111,8 @@ def _pedantic(name: str) -> list:
 
 def test_two_sync_sites_of_one_id_only_pedantic_reports_and_says_why():
     """Issue 37: one phase of barrier 1 at two bar.sync sites, whole warps at each. synccheck calls
-    it "Divergent thread(s) in block" (PTX .aligned: undefined), yet it completes on the H200 and
-    the H100, and CuTeDSL's TmemAllocator does the same in CUTLASS's and quack's Blackwell
-    kernels: a near miss by default (no finding, one `pedantic` count), an error under
+    it "Divergent thread(s) in block" (PTX .aligned: undefined), yet CuTeDSL's TmemAllocator does
+    the same in CUTLASS's and quack's Blackwell kernels: a near miss by default (no finding, one `pedantic` count), an error under
     pedantic=true that names both sites, the threads at each, and the rule."""
     assert not analyse("named_barrier_tmem_alloc_shape")  # one warp / four warps, as TmemAllocator
     assert [d.severity for d in _pedantic("named_barrier_tmem_alloc_shape")] == ["error"]
@@ -160,7 +159,8 @@ def test_synccheck_runner_reads_plain_and_sanitized_runs():
     spec = importlib.util.spec_from_file_location("collectives_synccheck", path)
     runner = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(runner)
-    assert runner.classify(0, "LAUNCH k\nRAN k\n", False)["verdict"] == "clean"  # plain: ran to the end
+    assert runner.classify(0, "LAUNCH k\nRAN k\n", False, plain=True)["verdict"] == "clean"  # plain: ran to the end
+    assert runner.classify(0, "LAUNCH k\nRAN k\n", False)["verdict"] != "clean"  # under synccheck: no summary, no verdict
     assert runner.classify(124, "LAUNCH k\n", True)["verdict"].startswith("hang")
     stopped = "LAUNCH k\n========= Barrier error detected. Divergent thread(s) in block.\n========= ERROR SUMMARY: 128 errors\n"
     found = runner.classify(1, stopped, False)
