@@ -89,7 +89,7 @@ def wide_keys(head_dim: int, sk: int, knobs: Knobs = DEFAULT_KNOBS) -> bool:
 def config_for(
     head_dim: int, has_left: bool, has_right: bool, nvfp4_out: bool = False, wide_keys: bool = False, knobs: Knobs = DEFAULT_KNOBS
 ) -> Config:
-    """The build of one shape class from `knobs` (`tiles`, `nvfp4_tiles` for the NVFP4 output,
+    """The build of one shape class from `knobs` (`tiles`, `nvfp4_tiles` and `nvfp4_pingpong` for the NVFP4 output,
     `wide_key_tiles` for a call with many keys: `wide_keys`, or `tile_override` when set); a
     sweep's variant is another `Knobs` value (`bench/fmha_sass.py`). Refuses values that do not
     build (a knob out of range, a tile that does not fit shared memory)."""
@@ -102,6 +102,8 @@ def config_for(
     pingpong = k.at("pingpong", head_dim, masked)
     if wide is not None and k.wide_key_pingpong is not None:
         pingpong = bool(k.wide_key_pingpong)
+    if nvfp4_out and (head_dim, masked) in k.nvfp4_pingpong:
+        pingpong = bool(k.nvfp4_pingpong[(head_dim, masked)])
     if pingpong and block_m < 128:
         raise ValueError("pingpong takes turns between two or three consumer warpgroups (BLOCK_M = 128 or 192)")
     persistent = k.at("persistent", head_dim, masked)

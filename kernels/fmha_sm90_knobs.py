@@ -102,6 +102,12 @@ class Knobs:
     # (D=64, 192 x 128) as FA3 has it; with two (D=128, 128 x 128) it is even or slower, also as part
     # of FA3's whole order (with v_wait_late and late_rescale), so D=128 runs without it.
     pingpong: ByShape[bool] = FrozenDict({(64, False): True, (64, True): True, (128, False): False, (128, True): False})
+    # the NVFP4 output's scheduler barrier where it differs from pingpong: {(head dim, crosses a
+    # diagonal): bool}. The fused epilogue quantizes O in the consumers after their last P V (unless
+    # nvfp4_offload), so one warpgroup's epilogue can overlap the other's wgmmas only if they take
+    # turns; what the bf16 build measured for pingpong does not decide it for this build. Empty:
+    # the NVFP4 builds take pingpong's values.
+    nvfp4_pingpong: FrozenDict = FrozenDict({})
     # one CTA per SM walks the tiles (FA3's persistent scheduling): the producer loads the next
     # tile's K/V (and Q, which has a buffer apart from O's) while the consumers finish the current
     # tile, and the grid has no tail of CTA launches. The S fill before a tile's first S wgmma keeps

@@ -94,6 +94,11 @@ class PreloweringReport:
     remarks: list[Diagnostic] = field(default_factory=list)
     seconds: float = 0.0  # everything in the hook: parse of the pipeline, passes, verifier, dumps
     post_pipeline: str | None = None  # the post stage's part of `pipeline`, run inside the compile
+    # whether the compile after this trace ran `post_pipeline` (its passes are then in `passes`).
+    # False after the call returns: CuTeDSL served the build from a cache (its in-memory one, or
+    # the file cache under CUTE_DSL_CACHE_DIR, which lasts across processes); the binary it loaded
+    # is still the one built with this post pipeline, since the pipeline is part of the cache key.
+    post_ran: bool = False
 
     @property
     def rewritten(self) -> int:
@@ -434,6 +439,7 @@ def run_post(post: str, module, report: "PreloweringReport | None") -> None:
             + e.diagnostics
         ) from None
     if report is not None:
+        report.post_ran = True
         report.passes += [PassTiming(p.name, dict(p.counts), p.seconds, "post") for p in result.passes]
         report.remarks += list(result.diagnostics)
         log.info("post stage %s", report.summary())

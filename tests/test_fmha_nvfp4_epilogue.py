@@ -122,6 +122,26 @@ def test_offloaded_epilogue_accesses(tmp_path, head_dim):
     assert producer >= 32 and producer + wgs * consumer <= launched * (1 + wgs), (producer, consumer, launched)
 
 
+def test_nvfp4_pingpong_is_the_nvfp4_builds_own():
+    """nvfp4_pingpong sets the scheduler barrier of the NVFP4 output's build only, per (head dim,
+    crosses a diagonal); the bf16 build of the same shape keeps pingpong's value, and a shape the
+    mapping does not name keeps pingpong's too."""
+    from cute_lowering.kernels import fmha_sm90
+
+    knobs = dataclasses.replace(DEFAULT_KNOBS, pingpong={(64, False): True, (64, True): True, (128, False): False, (128, True): False},
+                                nvfp4_pingpong={(128, True): True, (64, True): False})  # fmt: skip
+    def pingpong(d, causal, nvfp4_out):
+        return fmha_sm90.config_for(d, False, causal, nvfp4_out, knobs=knobs).pingpong
+
+    assert pingpong(128, True, True) and not pingpong(128, True, False)
+    assert not pingpong(64, True, True) and pingpong(64, True, False)
+    assert not pingpong(128, False, True) and pingpong(64, False, True)  # (not named: pingpong's)
+    plain = dataclasses.replace(knobs, nvfp4_pingpong={})  # empty: the NVFP4 builds take pingpong's values
+    shapes = [(d, c) for d in (64, 128) for c in (False, True)]
+    assert [fmha_sm90.config_for(d, False, c, True, knobs=plain).pingpong for d, c in shapes] == [True, True, False, False]
+    assert [pingpong(d, c, True) for d, c in shapes] == [True, False, False, True]
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("d, causal, window, sink", [(128, False, (-1, -1), False), (128, True, (-1, -1), False), (64, True, (-1, -1), False), (64, False, (300, 40), True)])
 @pytest.mark.parametrize("persistent", [True, False])

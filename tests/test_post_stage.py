@@ -172,7 +172,7 @@ def test_a_post_pass_reaches_the_binary_and_a_plain_build_never_gets_it(tmp_path
         report = cute_lowering.last_report()
         assert [(p.name, p.stage) for p in report.passes][-1] == (MEMBAR, "post")
         assert report.passes[-1].counts == {"rewritten": 1}
-        assert report.post_pipeline == f"builtin.module({MEMBAR})"
+        assert report.post_pipeline == f"builtin.module({MEMBAR})" and report.post_ran
         assert f"{MEMBAR} [post]: rewritten=1" in report.summary()
         again = build("inline_asm_cvt", tmp_path, f"plain{round_}")
         assert again == (plain_cubin, plain_ptx)
@@ -252,15 +252,51 @@ def importlib_find(name: str):
     return importlib.util.find_spec(name)
 
 
+# --- CuTeDSL's file cache: a direct @cute.jit call served from it runs no post stage
+_FILE_CACHE_CALL = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import torch
+import cute_lowering, post_test_passes
+from cutlass.cute.runtime import from_dlpack
+from cute_kernels import N, _exp2_on_fma, _launcher
+src = torch.linspace(-20.0, 20.0, N)
+with cute_lowering.recorded_reports() as got, cute_lowering.prelowering(post="builtin.module(test-post-membar)"):
+    try:
+        _launcher(_exp2_on_fma)(from_dlpack(src), from_dlpack(torch.empty_like(src)))
+    except Exception:
+        pass  # (no GPU here: the launch fails after the compile, which is what is looked at)
+print(json.dumps([[r.post_ran, [p.name for p in r.passes if p.stage == "post"]] for r in got]))
+"""
+
+
+def test_a_build_from_cutedsls_file_cache_says_its_post_stage_did_not_run(tmp_path):
+    """Two processes, one CUTE_DSL_CACHE_DIR: the first compiles (post_ran, the post pass listed);
+    the second traces (a report) and loads the binary from the file cache, so no compile runs:
+    post_ran False, no post pass. The cache key holds the post pipeline (the stamp), so what it
+    loads is the build with that pipeline (test_direct_jit_calls_... checks that on the GPU)."""
+    env = {**os.environ, "CUTE_DSL_CACHE_DIR": str(tmp_path / "cache"), "CUTE_DSL_ARCH": ARCH}
+    seen = []
+    for _ in range(2):
+        run = subprocess.run([sys.executable, "-c", _FILE_CACHE_CALL, TESTS], env=env, capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stderr[-3000:]
+        seen.append(json.loads(run.stdout.strip().splitlines()[-1]))
+    assert seen == [[[True, [MEMBAR]]], [[False, []]]]
+
+
 # --- direct @cute.jit calls on the GPU: the post stage runs, and the caches keep builds apart
 @pytest.mark.gpu
-def test_direct_jit_calls_run_the_post_stage_and_never_share_a_binary():
+def test_direct_jit_calls_run_the_post_stage_and_never_share_a_binary(monkeypatch, tmp_path):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA GPU")
     from cutlass.cute.runtime import from_dlpack
     from cute_kernels import N, _exp2_on_fma, _launcher
 
+    # CuTeDSL's file cache outlives the process (read at each compile): with the default one a
+    # second run of this test loads both builds from it and compiles nothing (seen on the H200,
+    # 2026-12-06: [[]] where [[MEMBAR]] was asserted)
+    monkeypatch.setenv("CUTE_DSL_CACHE_DIR", str(tmp_path / "cutedsl_cache"))
     cute_lowering.install("builtin.module()")  # every compile leaves a report: a call served from a cache leaves none
     launch = _launcher(_exp2_on_fma)  # a launcher of its own: nothing cached from other tests
     src = torch.linspace(-20.0, 20.0, N, device="cuda", dtype=torch.float32)
@@ -274,6 +310,7 @@ def test_direct_jit_calls_run_the_post_stage_and_never_share_a_binary():
             with cute_lowering.prelowering(post=post) if post else contextlib.nullcontext():
                 launch(from_dlpack(src), from_dlpack(dst))
             torch.cuda.synchronize()
+        assert all(r.post_ran == (post is not None) for r in got)  # a compile ran for each report
         return dst, [[p.name for p in r.passes if p.stage == "post"] for r in got]
 
     post = f"builtin.module({MEMBAR})"
