@@ -33,6 +33,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -138,8 +139,11 @@ def worker(post: str, kernels: list[str], outputs: str, examples: str | None) ->
         if not os.path.exists(mine):
             torch.save(bits, mine)
         same = bool(torch.equal(torch.load(plain), bits)) if os.path.exists(plain) else None
+        # (a build CuTeDSL loaded from its file cache ran no post stage here: no counts to report,
+        # though its binary is the post build's; the workers get an empty cache dir, so not expected)
+        ran = all(r.post_ran for r in got if r.post_pipeline) if post else None
         row = {"kernel": name, "post": post, "ms": ms, "tflops": round(flops / (ms * 1e-3) / 1e12, 1),
-               "bit_identical_to_plain": same, "post_pass_counts": did if post else None}  # fmt: skip
+               "bit_identical_to_plain": same, "post_pass_counts": did if post else None, "post_stage_ran": ran}  # fmt: skip
         print("ROW " + json.dumps(row), flush=True)
 
 
@@ -172,6 +176,10 @@ def main(argv=None) -> int:
     outputs = os.path.join(args.out, "outputs")
     os.makedirs(outputs, exist_ok=True)
     env = dict(os.environ, QUACK_CACHE_ENABLED="0", FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED="0")
+    # CuTeDSL's file cache of this run only: round 1's workers compile (and report the post passes'
+    # counts), later rounds load their builds; a cache an earlier run filled would hide the counts
+    cache = tempfile.mkdtemp(prefix="post_passes_others_cutedsl_")
+    env["CUTE_DSL_CACHE_DIR"] = cache
     rows = []
     for _ in range(args.rounds):
         for post in ("", args.post):
@@ -181,8 +189,10 @@ def main(argv=None) -> int:
             got = subprocess.run(command, capture_output=True, text=True, env=env)
             if got.returncode:
                 print(got.stdout[-2000:] + got.stderr[-4000:], file=sys.stderr)
+                shutil.rmtree(cache, ignore_errors=True)
                 return 1
             rows += [json.loads(line[4:]) for line in got.stdout.splitlines() if line.startswith("ROW ")]
+    shutil.rmtree(cache, ignore_errors=True)
     summary = []
     for name in kernels:
         plain = statistics.median(r["ms"] for r in rows if r["kernel"] == name and not r["post"])

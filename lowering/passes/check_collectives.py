@@ -387,8 +387,10 @@ class _Checker:
         off. By default the check reports what hangs or computes garbage and counts these
         (statistic `pedantic`); code that must be synccheck-clean asks for `pedantic=true`. A
         split inside a warp is an error either way (the per-site warp check; synccheck's
-        "Divergent thread(s) in warp"). Whether a GPU completes the whole-warp case unwatched is
-        not measured yet (synccheck stops it); if one does not, this becomes an error again.
+        "Divergent thread(s) in warp"). Unwatched, the H200 runs both to the end (no hang:
+        `bench/collectives_synccheck.py --plain`, 2026-12-06); the split inside a warp stays an
+        error because `.aligned` makes it undefined for the warp itself. If some GPU hangs on
+        the whole-warp case, it becomes an error again.
         Two sites reached by the same threads (one after
         the other: each phase is complete at one site before any of them reaches the next; a
         body CuTeDSL traced twice, run in turn) are legal. The rule is per instruction, not per
