@@ -226,12 +226,9 @@ VARIANTS = {
     # the NVFP4 output quantized by two warps of the producer warpgroup (time with --variant-cases n0,n1,n2)
     "nvfp4_offload": {"nvfp4_offload": True},
     "no_nvfp4_offload": {"nvfp4_offload": False},  # the consumers quantize (before session 10)
-    # session 24: the NVFP4 output's own scheduler barrier (nvfp4_pingpong; the bf16 builds keep
-    # pingpong's), at D=128 causal (session 11 measured 1.003 fused / bf16 with it there, on an
-    # older tree) and without a mask; and D=64 causal's NVFP4 build at 128 x 128
-    "nvfp4_pp128c": {"nvfp4_pingpong": {(128, True): True}},
-    "nvfp4_pp128": {"nvfp4_pingpong": {(128, False): True}},
-    "nvfp4_d64c_128": {"nvfp4_tiles": {(64, True): (128, 128)}},
+    # the NVFP4 output without its own scheduler barrier at D=128 causal (the default before
+    # session 25: the NVFP4 builds take pingpong's values)
+    "no_nvfp4_pp128c": {"nvfp4_pingpong": {}},
     # FA3's loop order at D=128 without a mask (its SASS, s11/p2/c0): O rescaled after the P V
     # completes, and the V wait between the S and the P V issues
     "late_rescale128": {"late_rescale": True},

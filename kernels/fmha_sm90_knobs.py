@@ -105,9 +105,12 @@ class Knobs:
     # the NVFP4 output's scheduler barrier where it differs from pingpong: {(head dim, crosses a
     # diagonal): bool}. The fused epilogue quantizes O in the consumers after their last P V (unless
     # nvfp4_offload), so one warpgroup's epilogue can overlap the other's wgmmas only if they take
-    # turns; what the bf16 build measured for pingpong does not decide it for this build. Empty:
-    # the NVFP4 builds take pingpong's values.
-    nvfp4_pingpong: FrozenDict = FrozenDict({})
+    # turns; what the bf16 build measured for pingpong does not decide it for this build. On at
+    # D=128 with a diagonal: fused / bf16 1.061-1.064 against 1.069-1.072 and two kernels / fused
+    # 0.999 against 0.991 on the H200 (session 24), even and 1.024 against 1.013 on an H100
+    # (session 25); without a diagonal (the producer's warps quantize) it changes nothing. Passed
+    # the sanitizer sweep and the GPU suite (bench/RESULTS.md).
+    nvfp4_pingpong: FrozenDict = FrozenDict({(128, True): True})
     # one CTA per SM walks the tiles (FA3's persistent scheduling): the producer loads the next
     # tile's K/V (and Q, which has a buffer apart from O's) while the consumers finish the current
     # tile, and the grid has no tail of CTA launches. The S fill before a tile's first S wgmma keeps
