@@ -16,7 +16,12 @@ How it runs: a warm-up pass without the sanitizer first (each case once, sharded
 outright is reported as such before any tool runs); then, for each tool and shard, one
 `compute-sanitizer --tool T python bench/sanitizer_sweep.py --worker --cases ...`, all of
 them at once. The worker prints `CASE name` before and `DONE name` after each case (it
-synchronizes in between), so every report lands under the case that caused it.
+synchronizes in between), so every report lands under the case that caused it. A warm-up
+worker that stops before its cases ran (an import that fails: no `cute_lowering`, no CuTeDSL
+on PYTHONPATH) ends the sweep there with its output's tail and exit status 1: nothing was
+learned about the kernels. Under a tool, compute-sanitizer's "Target application terminated
+before first instrumented API call" is such a setup failure too (the shard is unfinished),
+not a kernel error.
 
 What counts: every report compute-sanitizer makes about a kernel (memory access, race
 hazard, barrier/sync error, uninitialized read) is a kernel error. Host API notices
@@ -174,6 +179,7 @@ _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?")
 # --print-limit reached it displays fewer than it counts
 _RACE_SUMMARY = re.compile(r"RACECHECK SUMMARY: (\d+) hazards? displayed \((\d+) errors?, (\d+) warnings?\)")
 _META = ("ERROR SUMMARY", "RACECHECK SUMMARY", "COMPUTE-SANITIZER", "LEAK SUMMARY", "Target application returned")
+_NEVER_STARTED = "Error: Target application terminated before first instrumented API call"
 
 
 def parse_log(text: str) -> dict:
@@ -182,6 +188,7 @@ def parse_log(text: str) -> dict:
     per_case: dict[str, dict] = {}
     kernel, api_ignored, api_other, summary, done, failed, builds = [], [], [], None, [], [], []
     race = None  # (displayed, errors + warnings) from racecheck's summary
+    setup_failed = False
     lines = text.splitlines()
     for i, line in enumerate(lines):
         if line.startswith("CASE "):
@@ -210,6 +217,9 @@ def parse_log(text: str) -> dict:
             continue
         if head.startswith(_META):
             continue
+        if head.startswith(_NEVER_STARTED):  # the worker died before CUDA: its setup's failure, no kernel ran
+            setup_failed = True
+            continue
         detail = " | ".join(l.strip("= ").strip() for l in lines[i + 1 : i + 4] if l.startswith("=") and not _HEADER.match(l))
         report = {"case": case, "report": head, "detail": detail}
         if head.startswith("Program hit"):
@@ -219,7 +229,7 @@ def parse_log(text: str) -> dict:
             per_case.setdefault(case or "?", {"kernel_errors": 0})["kernel_errors"] += 1
     return {
         "kernel_errors": kernel, "api_ignored": len(api_ignored), "api_other": api_other, "summary": summary, "race": race,
-        "done": done, "failed": failed, "builds": builds, "per_case": per_case,
+        "done": done, "failed": failed, "builds": builds, "per_case": per_case, "setup_failed": setup_failed,
     }  # fmt: skip
 
 
@@ -288,6 +298,16 @@ def main(argv=None) -> int:
     with concurrent.futures.ThreadPoolExecutor(len(parts)) as pool:
         warm = list(pool.map(lambda ip: run_shard(None, ip[1], os.path.join(args.out, f"warmup_{ip[0]}.log"), args.lineinfo, args.timeout), enumerate(parts)))
     warm_failed = [f for _, text in warm for f in parse_log(text)["failed"]]
+    stopped = [(i, rc, text) for i, (part, (rc, text)) in enumerate(zip(parts, warm))
+               if any(n not in parse_log(text)["done"] + parse_log(text)["failed"] for n in part)]  # fmt: skip
+    if stopped:
+        # (a worker that cannot even import the kernels: running the tools would only repeat it)
+        for i, rc, text in stopped:
+            tail = "\n      ".join(text.strip().splitlines()[-6:]) or "(no output)"
+            print(f"warm-up: shard {i} stopped before its cases ran (exit status {rc}); the sweep's setup failed, "
+                  f"not a kernel (is cute_lowering importable with this PYTHONPATH?). Its output's tail:\n      {tail}", file=sys.stderr)  # fmt: skip
+        print(f"nothing run under the sanitizer; logs in {args.out}/warmup_*.log", file=sys.stderr)
+        return 1
     print(f"warm-up: {len(names)} cases in {time.time() - t0:.0f} s" + (f"; FAILED: {warm_failed}" if warm_failed else ""), flush=True)
     jobs = [(tool, i, part) for tool in tools for i, part in enumerate(parts)]
     with concurrent.futures.ThreadPoolExecutor(len(jobs)) as pool:
@@ -309,6 +329,9 @@ def main(argv=None) -> int:
             r["builds"].update(got["builds"])
             r["cases"] += len(got["done"])
             r["unfinished"] += [n for n in part if n not in got["done"]]
+            if got["setup_failed"]:
+                r["unfinished"].append(f"shard {i}: the worker ended before its first CUDA call under {tool} (rc {rc}): a setup failure, not a kernel's")
+                continue
             if tool == "racecheck":
                 # racecheck counts its hazards in its own summary (and may display fewer)
                 displayed, counted = got["race"] if got["race"] else (None, None)

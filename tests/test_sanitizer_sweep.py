@@ -79,6 +79,39 @@ def test_race_reports_land_under_their_case():
     assert got["done"] == ["wgmma_d128_causal_gqa", "mma_sync_d128_causal_gqa"] and len(got["builds"]) == 2
 
 
+# a worker whose imports failed, as compute-sanitizer prints it (H200, 2026-12-06: the sweep run
+# from a shell without the staged PYTHONPATH)
+NEVER_STARTED = """========= COMPUTE-SANITIZER
+Traceback (most recent call last):
+  File "bench/sanitizer_sweep.py", line 60, in <module>
+ModuleNotFoundError: No module named 'cute_lowering'
+========= Error: Target application terminated before first instrumented API call
+"""
+
+
+def test_a_worker_that_never_reached_cuda_is_no_kernel_error():
+    got = sanitizer_sweep.parse_log(NEVER_STARTED)
+    assert got["kernel_errors"] == [] and got["per_case"] == {}
+    assert got["setup_failed"] and got["done"] == []
+    assert not sanitizer_sweep.parse_log(MEMCHECK_NOTICE)["setup_failed"]
+
+
+def test_a_warm_up_that_cannot_start_stops_the_sweep_before_any_tool(tmp_path, monkeypatch, capsys):
+    calls = []
+
+    def shard(tool, names, log, lineinfo, timeout):
+        calls.append(tool)
+        return 1, NEVER_STARTED.replace("========= ", "").replace("COMPUTE-SANITIZER\n", "")
+
+    monkeypatch.setattr(sanitizer_sweep, "run_shard", shard)
+    monkeypatch.setattr(sanitizer_sweep.shutil, "which", lambda name: f"/usr/bin/{name}")
+    status = sanitizer_sweep.main(["--out", str(tmp_path / "out"), "--cases", "global_scale,dequantize_bf16", "--jobs", "2"])
+    err = capsys.readouterr().err
+    assert status == 1 and calls == [None, None]  # the two warm-up shards, no tool after them
+    assert "stopped before its cases ran (exit status 1)" in err and "No module named 'cute_lowering'" in err
+    assert "not a kernel" in err and not (tmp_path / "out" / "sanitizer.json").exists()
+
+
 def test_every_case_names_a_known_kind_and_the_shards_cover_them_once():
     kinds = {case["kind"] for case in sanitizer_sweep.CASES.values()}
     assert kinds == {"attention", "quantize", "dequantize", "global_scale"}
