@@ -17,7 +17,7 @@ outright is reported as such before any tool runs); then, for each tool and shar
 `compute-sanitizer --tool T python bench/sanitizer_sweep.py --worker --cases ...`, all of
 them at once. The worker prints `CASE name` before and `DONE name` after each case (it
 synchronizes in between), so every report lands under the case that caused it. A warm-up
-worker that stops before its cases ran (an import that fails: no `cute_lowering`, no CuTeDSL
+worker that stops before its first case started (an import that fails: no `cute_lowering`, no CuTeDSL
 on PYTHONPATH) ends the sweep there with its output's tail and exit status 1: nothing was
 learned about the kernels. Under a tool, compute-sanitizer's "Target application terminated
 before first instrumented API call" is such a setup failure too (the shard is unfinished),
@@ -188,11 +188,12 @@ def parse_log(text: str) -> dict:
     per_case: dict[str, dict] = {}
     kernel, api_ignored, api_other, summary, done, failed, builds = [], [], [], None, [], [], []
     race = None  # (displayed, errors + warnings) from racecheck's summary
-    setup_failed = False
+    setup_failed, started = False, []
     lines = text.splitlines()
     for i, line in enumerate(lines):
         if line.startswith("CASE "):
             case = line[5:].strip()
+            started.append(case)
             continue
         if line.startswith("DONE "):
             done.append(line[5:].strip())
@@ -230,6 +231,7 @@ def parse_log(text: str) -> dict:
     return {
         "kernel_errors": kernel, "api_ignored": len(api_ignored), "api_other": api_other, "summary": summary, "race": race,
         "done": done, "failed": failed, "builds": builds, "per_case": per_case, "setup_failed": setup_failed,
+        "started": started,
     }  # fmt: skip
 
 
@@ -297,11 +299,12 @@ def main(argv=None) -> int:
     # warm-up: every build compiled once into CuTeDSL's file cache, outside the sanitizer
     with concurrent.futures.ThreadPoolExecutor(len(parts)) as pool:
         warm = list(pool.map(lambda ip: run_shard(None, ip[1], os.path.join(args.out, f"warmup_{ip[0]}.log"), args.lineinfo, args.timeout), enumerate(parts)))
-    warm_failed = [f for _, text in warm for f in parse_log(text)["failed"]]
-    stopped = [(i, rc, text) for i, (part, (rc, text)) in enumerate(zip(parts, warm))
-               if any(n not in parse_log(text)["done"] + parse_log(text)["failed"] for n in part)]  # fmt: skip
+    warm_logs = [parse_log(text) for _, text in warm]
+    warm_failed = [f for got in warm_logs for f in got["failed"]]
+    # a shard that never started its first case could not even import the kernels: the tools would
+    # only repeat that (one that stopped inside a case goes on: the tools then say what that case did)
+    stopped = [(i, rc, text) for i, ((rc, text), got) in enumerate(zip(warm, warm_logs)) if not got["started"]]
     if stopped:
-        # (a worker that cannot even import the kernels: running the tools would only repeat it)
         for i, rc, text in stopped:
             tail = "\n      ".join(text.strip().splitlines()[-6:]) or "(no output)"
             print(f"warm-up: shard {i} stopped before its cases ran (exit status {rc}); the sweep's setup failed, "

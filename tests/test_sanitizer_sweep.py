@@ -92,7 +92,7 @@ ModuleNotFoundError: No module named 'cute_lowering'
 def test_a_worker_that_never_reached_cuda_is_no_kernel_error():
     got = sanitizer_sweep.parse_log(NEVER_STARTED)
     assert got["kernel_errors"] == [] and got["per_case"] == {}
-    assert got["setup_failed"] and got["done"] == []
+    assert got["setup_failed"] and got["done"] == [] and got["started"] == []
     assert not sanitizer_sweep.parse_log(MEMCHECK_NOTICE)["setup_failed"]
 
 
@@ -110,6 +110,22 @@ def test_a_warm_up_that_cannot_start_stops_the_sweep_before_any_tool(tmp_path, m
     assert status == 1 and calls == [None, None]  # the two warm-up shards, no tool after them
     assert "stopped before its cases ran (exit status 1)" in err and "No module named 'cute_lowering'" in err
     assert "not a kernel" in err and not (tmp_path / "out" / "sanitizer.json").exists()
+
+
+def test_a_warm_up_that_stopped_inside_a_case_goes_on_to_the_tools(tmp_path, monkeypatch, capsys):
+    calls = []
+
+    def shard(tool, names, log, lineinfo, timeout):
+        calls.append(tool)
+        if tool is None:  # the case started, then its process ended (a crash or a hang killed)
+            return 124, f"CASE {names[0]}\nTIMEOUT after 1 s\n"
+        return 0, "".join(f"CASE {n}\nDONE {n}\n" for n in names) + "========= ERROR SUMMARY: 0 errors\n"
+
+    monkeypatch.setattr(sanitizer_sweep, "run_shard", shard)
+    monkeypatch.setattr(sanitizer_sweep.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(sanitizer_sweep.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, "NVIDIA H200\n", ""))
+    sanitizer_sweep.main(["--out", str(tmp_path / "out"), "--cases", "global_scale", "--jobs", "1", "--tools", "memcheck"])
+    assert calls == [None, "memcheck"] and "stopped before" not in capsys.readouterr().err
 
 
 def test_every_case_names_a_known_kind_and_the_shards_cover_them_once():
