@@ -229,6 +229,10 @@ VARIANTS = {
     # the NVFP4 output without its own scheduler barrier at D=128 causal (the default before
     # session 25: the NVFP4 builds take pingpong's values)
     "no_nvfp4_pp128c": {"nvfp4_pingpong": {}},
+    # session 26: the consumers' quantization deferred to their next tile's first S wgmma
+    # (nvfp4_defer), with the NVFP4 builds' scheduler barrier as it is and without it
+    "nvfp4_defer": {"nvfp4_defer": True},
+    "nvfp4_defer_no_pp128c": {"nvfp4_defer": True, "nvfp4_pingpong": {}},
     # FA3's loop order at D=128 without a mask (its SASS, s11/p2/c0): O rescaled after the P V
     # completes, and the V wait between the S and the P V issues
     "late_rescale128": {"late_rescale": True},

@@ -172,6 +172,7 @@ def config_for(
         q_stages=q_stages,
         cluster=cluster,
         nvfp4_offload=offload,
+        nvfp4_defer=bool(nvfp4_out and not offload and k.at("nvfp4_defer", head_dim, masked)),
         rescale_threshold=rescale_threshold,
         tail_split=tail_split,
         o_direct=o_direct,

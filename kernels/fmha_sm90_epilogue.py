@@ -135,6 +135,8 @@ class Sm90Epilogues:
                 sTiles[3, wg] = sTiles[3, wg] ^ 1  # (read by the warpgroup before the barrier above)
             cute.arch.mbarrier_arrive(bar_o + 2 * wg)  # (every thread: its rows are in)
             return
+        if cutlass.const_expr(self.defer):
+            return  # (NVFP4_DEFER: quantize_pending, at the next tile's first S or after the last tile)
         sO = cute.local_tile(sO, (64, d), (wg, 0))
         if cutlass.const_expr(self.nvfp4_out):
             # O as NVFP4, quantized from this warpgroup's tile as it would have been stored
@@ -152,6 +154,22 @@ class Sm90Epilogues:
             for m in cutlass.range_constexpr(cute.size(tOg.shape[1])):
                 if m0 + wg * 64 + tOc[0, m, 0][0] < sq:
                     cute.copy(s2g, tOr[None, m, None], tOg[None, m, None])
+
+    @cute.jit
+    def quantize_pending(
+        self, pending: I32, m_tiles: I32, num_splits: I32, mQ: cute.Tensor, mK: cute.Tensor, mO: cute.Tensor, mCodes: cute.Tensor,
+        mScales: cute.Tensor, mGlobal: cute.Tensor, sO: cute.Tensor, left: I32, right: I32, ct: I32, wg: I32, tail,
+    ):  # fmt: skip
+        """NVFP4_DEFER: this warpgroup's rows of tile `pending` (-1: none), which its epilogue left
+        in O's buffer (after the barrier that saw them all in), as NVFP4, as the epilogue would
+        have written them; the next epilogue's first barrier waits for these reads."""
+        if pending >= 0:
+            m_block, head, batch, _, _, _, _ = self.tile_coords(pending, m_tiles, num_splits, mQ, mK, left, right, tail)
+            first = m_block * self.block_m + wg * 64
+            sq = mO.shape[0]
+            if first < sq:
+                rows = cute.local_tile(sO, (64, self.d), (wg, 0))
+                store_nvfp4(rows, (mCodes, mScales, mGlobal), batch, head, m_block * (self.block_m // 64) + wg, sq - first, ct % 128, 128)
 
     @cute.jit
     def direct_epilogue(self, rO: cute.Tensor, tScS: cute.Tensor, mO: cute.Tensor, mma_pv: cute.TiledMma, ct: I32, m0: I32, head: I32, batch: I32):

@@ -51,6 +51,8 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
         self.conditional_rescale = self.rescale_threshold is not None  # RESCALE_THRESHOLD: O's rescale under a warp vote
         # NVFP4_OFFLOAD: O's quantization by QUANTIZER_THREADS of the producer warpgroup (nvfp4_out only)
         self.offload = nvfp4_offload and nvfp4_out and not group
+        # NVFP4_DEFER: the consumers quantize a tile's rows during their next tile's first S wgmma
+        self.defer = config.nvfp4_defer and nvfp4_out and not group and not self.offload
         # a hand-over's fields in shared memory: batch, head, first row, the giver's phase
         self.handoff_fields = 4
         self.o_direct = o_direct and not nvfp4_out and not group  # O from registers to global memory (the wide build)
@@ -434,17 +436,21 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
                 pipe_q, pipe_k, pipe_v, mma_qk, mma_pv, s2g, sO, handoff, sNext, n_tiles, tSrQ, tSrK, tOrVt, acc_O, acc_S,
                 rP, corr, row_max, row_sum, tScS, ct, wg, tail,
             )  # fmt: skip
+            pending = I32(-1)  # NVFP4_DEFER: the tile whose rows wait in O's buffer to be quantized (-1: none)
             if cutlass.const_expr(self.dynamic):
                 tile = first_tile
                 while tile < n_tiles:
-                    q_state, state, tile = compute(tile, q_state, state)  # (the next tile: take_tile)
+                    q_state, state, tile, pending = compute(tile, q_state, state, pending)  # (the next tile: take_tile)
             elif cutlass.const_expr(self.persistent):
                 for unit in cutlass.range(first_unit, units, unit_stride, unroll=1):
-                    q_state, state, _ = compute(self.unit_tile(unit, first_unit, unit_stride, units, rank, cluster), q_state, state)
+                    tile = self.unit_tile(unit, first_unit, unit_stride, units, rank, cluster)
+                    q_state, state, _, pending = compute(tile, q_state, state, pending)
             else:
                 # one tile: no loop around the body (with one, ptxas keeps more registers live
                 # and, at D=128, serializes the wgmmas: C7512, measured 30% slower)
-                compute(first_tile, q_state, state)
+                _, _, _, pending = compute(first_tile, q_state, state, pending)
+            if cutlass.const_expr(self.defer):
+                self.quantize_pending(pending, m_tiles, num_splits, mQ, mK, mO, mCodes, mScales, mGlobal, sO, left, right, ct, wg, tail)
             if cutlass.const_expr(self.tma_store):
                 if ct % 128 == 0:
                     cute.arch.cp_async_bulk_wait_group(0, read=True)  # shared memory outlives the last store's reads
@@ -585,11 +591,14 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
         tile: I32,
         q_state,
         state,
+        pending: I32,
     ):
         """One consumer warpgroup's 64 rows of one tile: the key blocks, then the epilogue.
 
-        Returns the pipeline states and, with ORDER "dynamic", the warpgroup's next tile (taken
-        from the producer while the tile's last P V wgmma runs)."""
+        Returns the pipeline states, with ORDER "dynamic" the warpgroup's next tile (taken from
+        the producer while the tile's last P V wgmma runs), and with NVFP4_DEFER the tile whose
+        rows O's buffer holds unquantized (this one; `pending`, the one before, is quantized
+        here, once this tile's first S wgmma is issued)."""
         m_block, head, batch, kv_head, n_block_max, n_blocks, split = self.tile_coords(tile, m_tiles, num_splits, mQ, mK, left, right, tail)
         m0 = m_block * self.block_m
         sk = mK.shape[0]
@@ -613,6 +622,9 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
             self.mma_turn_wait(wg)
             _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
             self.mma_turn_done(wg)
+            if cutlass.const_expr(self.defer):
+                # the last tile's rows, while the tensor cores compute this S (only S is live here)
+                self.quantize_pending(pending, m_tiles, num_splits, mQ, mK, mO, mCodes, mScales, mGlobal, sO, left, right, ct, wg, tail)
             warpgroup.wait_group(0)
             pipe_k.consumer_release(state)
             softmax(n_block_max - 1)  # O is still zero: its first rescale (by 0) changes nothing
@@ -659,6 +671,8 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
         else:
             if cutlass.const_expr(self.dynamic):
                 next_tile = self.take_tile(sNext, n_tiles, q_state.count)
+            if cutlass.const_expr(self.defer):
+                self.quantize_pending(pending, m_tiles, num_splits, mQ, mK, mO, mCodes, mScales, mGlobal, sO, left, right, ct, wg, tail)
         # every S wgmma of this tile is complete: Q's buffer may take the next tile's
         pipe_q.consumer_release(q_state)
         q_state.advance()
@@ -674,7 +688,9 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
                 acc_O, row_max, row_sum, scale_log2, tScS, mO, mLSE, mSink, mCodes, mScales, mGlobal, sO, handoff, mma_pv, s2g, ct, wg, m0,
                 head, batch,
             )  # fmt: skip
-        return q_state, state, next_tile
+        if cutlass.const_expr(self.defer):
+            pending = tile  # (its rows are in O's buffer: the next tile's start, or the end, quantizes them)
+        return q_state, state, next_tile, pending
 
     @cute.jit
     def key_block(

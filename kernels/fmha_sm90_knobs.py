@@ -230,6 +230,13 @@ class Knobs:
     # consumers 232 instead of 240; D=64: 32, the consumers keep 160). It pays without a diagonal at
     # D=128; with a diagonal the short tiles of the causal tail outrun two warps' quantizing.
     nvfp4_offload: ByShape[bool] = FrozenDict({(64, False): False, (64, True): False, (128, False): True, (128, True): False})
+    # where the consumers quantize (the builds without nvfp4_offload): False, in the tile's epilogue,
+    # after O's rows are in its buffer; True, deferred to the warpgroup's next tile, right after
+    # that tile's first S wgmma is issued (or after its last tile), so the quantization's ~1000
+    # instructions a thread run while the tensor cores compute the next S instead of beside idle
+    # tensor cores (both warpgroups reach the epilogue together). O's buffer keeps the rows until
+    # then: the next epilogue's barrier waits for every thread's reads. The same bytes.
+    nvfp4_defer: ByShape[bool] = False
     # the key loop as two loops: the blocks that may need the element mask (crossing the diagonal or
     # the key tail, the first visited), the mask compiled in, then the rest without it (FA3 splits
     # its loop too); False: one loop that decides per block at run time, both softmax variants in its

@@ -168,3 +168,75 @@ def test_gpu_offloaded_epilogue_many_tiles(d, causal, window, sink, persistent):
         codes, scales, _ = fmha.attention_with_knobs(q, k, v, causal=causal, window=window, sink=s, path="wgmma", out_format="nvfp4", global_scale=g, knobs=knobs)
         assert torch.equal(codes.reshape(-1, d // 2), want_codes)
         assert torch.equal(scales.view(torch.uint8).reshape(-1, d // 16), want_scales.view(torch.uint8))
+
+
+def test_nvfp4_defer_is_the_consumers_quantization_only():
+    """nvfp4_defer reaches the NVFP4 builds whose consumers quantize: not the bf16 builds, not
+    the builds whose producer's warps do (nvfp4_offload)."""
+    from cute_lowering.kernels import fmha_sm90
+
+    knobs = dataclasses.replace(DEFAULT_KNOBS, nvfp4_defer=True, nvfp4_offload={(64, False): False, (64, True): False, (128, False): True, (128, True): False})
+    assert fmha_sm90.config_for(128, False, True, True, knobs=knobs).nvfp4_defer
+    assert fmha_sm90.config_for(64, False, True, True, knobs=knobs).nvfp4_defer
+    assert not fmha_sm90.config_for(128, False, True, False, knobs=knobs).nvfp4_defer  # bf16 output
+    assert not fmha_sm90.config_for(128, False, False, True, knobs=knobs).nvfp4_defer  # offloaded
+    assert not fmha_sm90.config_for(128, False, True, True, knobs=DEFAULT_KNOBS).nvfp4_defer or DEFAULT_KNOBS.nvfp4_defer
+
+
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_deferred_quantization_leaves_the_epilogue(tmp_path, head_dim):
+    """NVFP4_DEFER: the quantizing code is where a tile's first S wgmma has been issued, in a tile
+    without key blocks and after the last tile, so three times; the loads and stores of each are
+    the epilogue's (test_epilogue_accesses_are_vectorized), and the epilogue itself has none."""
+    from cute_lowering.kernels import fmha
+
+    knobs = dataclasses.replace(DEFAULT_KNOBS, nvfp4_offload=False, nvfp4_defer=True)
+    fn = fmha.compile_attention(
+        "bfloat16", head_dim, True, (-1, -1), False, "sm_90a", path="wgmma", options=f"--keep-ptx --dump-dir {tmp_path}", out_format="nvfp4",
+        knobs=knobs,
+    )  # fmt: skip
+    fused = _accesses(fn.__ptx__)
+    pairs = head_dim // 32 // 2  # (64 rows, 128 threads: two a row)
+    assert fused["ld.shared.v4.b32"] == 3 * 64 * head_dim * 2 // 16 // 128, fused
+    assert fused["st.global.v4.b32"] == 3 * pairs and fused["st.global.v2.b8"] == 3 * pairs, fused
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "d, causal, window, sink, sq, sk",
+    [
+        (128, True, (-1, -1), False, 900, 1300),
+        # causal with Sq > Sk: the first tiles of every head see no key (a tile without key blocks
+        # quantizes the one before it itself)
+        (128, True, (-1, -1), False, 1000, 300),
+        (64, True, (-1, -1), False, 900, 1300),
+        (64, False, (300, 40), True, 900, 1300),
+        (128, False, (-1, -1), False, 700, 333),
+    ],
+)
+@pytest.mark.parametrize("persistent", [True, False])
+def test_gpu_deferred_quantization_many_tiles(d, causal, window, sink, sq, sk, persistent):
+    """NVFP4_DEFER over many tiles a CTA (the dynamic order with a diagonal, the static one
+    without), with GQA, Sq = 900 (the last tile's second warpgroup has no valid row at 128-row
+    tiles), tiles without key blocks, a window with a sink, one CTA per tile, and a NaN in V:
+    the bytes of `nvfp4.quantize` of the plain output, twice in a row."""
+    torch = _cuda()
+    from cute_lowering.kernels import fmha, fmha_sm90, nvfp4
+    from cute_lowering.kernels.torch_device import arch_of
+
+    if arch_of(torch.device("cuda")) not in fmha_sm90.ARCHS:
+        pytest.skip("the wgmma path needs sm_90a")
+    knobs = dataclasses.replace(DEFAULT_KNOBS, nvfp4_offload=False, nvfp4_defer=True, persistent=persistent)
+    assert fmha_sm90.config_for(d, window[0] >= 0, causal or window[1] >= 0, True, knobs=knobs).nvfp4_defer
+    gen = torch.Generator(device="cuda").manual_seed(d + sq)
+    q = torch.randn(3, sq, 16, d, generator=gen, device="cuda").to(torch.bfloat16)
+    k, v = (torch.randn(3, sk, 4, d, generator=gen, device="cuda").to(torch.bfloat16) for _ in range(2))
+    v[1, sk // 3, 2, 7] = float("nan")
+    s = torch.randn(16, generator=gen, device="cuda") if sink else None
+    out = fmha.attention_with_knobs(q, k, v, causal=causal, window=window, sink=s, path="wgmma", knobs=knobs)
+    g = nvfp4.compute_global_scale(torch.nan_to_num(out))  # (the NaN's blocks: quantize's NaN policy)
+    want_codes, want_scales, _ = nvfp4.quantize(out.reshape(-1, d), g)
+    for _ in range(2):
+        codes, scales, _ = fmha.attention_with_knobs(q, k, v, causal=causal, window=window, sink=s, path="wgmma", out_format="nvfp4", global_scale=g, knobs=knobs)
+        assert torch.equal(codes.reshape(-1, d // 2), want_codes)
+        assert torch.equal(scales.view(torch.uint8).reshape(-1, d // 16), want_scales.view(torch.uint8))
