@@ -233,7 +233,6 @@ VARIANTS = {
     # (nvfp4_defer), with the NVFP4 builds' scheduler barrier as it is and without it
     "nvfp4_defer": {"nvfp4_defer": True},
     "nvfp4_defer_no_pp128c": {"nvfp4_defer": True, "nvfp4_pingpong": {}},
-    "nvfp4_defer_split": {"nvfp4_defer": "split"},
     # FA3's loop order at D=128 without a mask (its SASS, s11/p2/c0): O rescaled after the P V
     # completes, and the V wait between the S and the P V issues
     "late_rescale128": {"late_rescale": True},

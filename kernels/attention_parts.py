@@ -174,10 +174,7 @@ PAIR = 2 * nvfp4_block.BLOCK  # columns a thread takes at a time: two NVFP4 bloc
 
 
 @cute.jit
-def store_nvfp4(
-    tile, outputs, batch, head, tile_index, rows_valid, tidx, threads: cutlass.Constexpr, loads_ahead: cutlass.Constexpr = True,
-    pairs_taken: cutlass.Constexpr = None,
-):
+def store_nvfp4(tile, outputs, batch, head, tile_index, rows_valid, tidx, threads: cutlass.Constexpr, loads_ahead: cutlass.Constexpr = True):
     """O's rows `tile_index * rows ...` from the shared-memory `tile` as NVFP4 (rows_valid >= 1).
 
     `threads` threads (this one is `tidx`) share the [rows, D] tile: `threads // rows` per
@@ -194,8 +191,6 @@ def store_nvfp4(
     `rows_valid` are computed but not written. `loads_ahead` False (one row a thread only): each
     block is loaded (two 16-byte loads) just before it is quantized, so that few registers do
     (the FMHA's quantizing warps of NVFP4_OFFLOAD have 32); the stores are the same.
-    `pairs_taken` (start, stop), with loads_ahead: only those of the thread's pairs, in turn
-    (NVFP4_DEFER "split" quantizes a tile in two calls, each loading only its pairs).
     """
     codes, scales, global_scale = outputs
     rows, d = cute.size(tile, mode=[0]), cute.size(tile, mode=[1])
@@ -220,22 +215,15 @@ def store_nvfp4(
     src = thr_load.partition_S(tile)  # (values of one pair or block, 1, pairs or blocks)
     where = thr_load.partition_S(cute.make_identity_tensor((rows, d)))
     values = cute.make_fragment_like(src)
-    pairs = cute.size(src, mode=[2]) // (1 if loads_ahead else 2)
-    first_pair, end_pair = 0, pairs
-    if cutlass.const_expr(pairs_taken is not None):
-        if cutlass.const_expr(not loads_ahead or not 0 <= pairs_taken[0] < pairs_taken[1] <= pairs):
-            raise ValueError(f"NVFP4 epilogue: pairs {pairs_taken} of a thread's {pairs} (with loads_ahead)")
-        first_pair, end_pair = pairs_taken[0], pairs_taken[1]
-        for p in cutlass.range_constexpr(first_pair, end_pair):
-            cute.copy(load, src[None, None, p], values[None, None, p])
-    elif cutlass.const_expr(loads_ahead):
+    if cutlass.const_expr(loads_ahead):
         cute.copy(load, src, values)
 
+    pairs = cute.size(src, mode=[2]) // (1 if loads_ahead else 2)
     row = where[0, 0, 0][0]
     block = cute.make_rmem_tensor((nvfp4_block.BLOCK,), tile.element_type)
     packed = cute.make_rmem_tensor((4,), cutlass.Uint32)
     sf = cute.make_rmem_tensor((2,), nvfp4_block.FP8)
-    for p in cutlass.range_constexpr(first_pair, end_pair):
+    for p in cutlass.range_constexpr(pairs):
         pair = where[0, 0, p][1] // PAIR if loads_ahead else p  # which pair of the row
         for half in cutlass.range_constexpr(2):
             if cutlass.const_expr(loads_ahead):

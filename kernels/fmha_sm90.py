@@ -136,9 +136,6 @@ def config_for(
         raise ValueError(f"cluster must be 1 or 2 (or a mapping of them like tiles), not {k.cluster!r}")
     cluster = 1 if masked else cluster  # (a diagonal: the cluster's tiles would visit different key blocks)
     offload = bool(k.at("nvfp4_offload", head_dim, masked))
-    defer = k.at("nvfp4_defer", head_dim, masked)
-    if defer not in (True, False, "split"):
-        raise ValueError(f"nvfp4_defer must be True, False, 'split' or a mapping of them like tiles, not {k.nvfp4_defer!r}")
     if cluster > 1 and persistent and order == "dynamic":
         raise ValueError("cluster > 1 takes a static order ('stride' or 'snake'): the dynamic order draws a tile per CTA, not per cluster")
     tail_split = bool(k.at("tail_split", head_dim, masked)) and not masked and persistent and order != "dynamic"
@@ -175,7 +172,7 @@ def config_for(
         q_stages=q_stages,
         cluster=cluster,
         nvfp4_offload=offload,
-        nvfp4_defer=defer if nvfp4_out and not offload else False,
+        nvfp4_defer=bool(nvfp4_out and not offload and k.at("nvfp4_defer", head_dim, masked)),
         rescale_threshold=rescale_threshold,
         tail_split=tail_split,
         o_direct=o_direct,

@@ -38,7 +38,7 @@ class Config:
     q_stages: int = 1  # q_stages: Q buffers, 2 let the next tile's Q load while this one computes
     cluster: int = 1  # cluster: CTAs that share each K/V tile by TMA multicast
     nvfp4_offload: bool = False  # nvfp4_offload: two idle producer warps quantize the NVFP4 output
-    nvfp4_defer: bool | str = False  # nvfp4_defer: the consumers quantize a tile's NVFP4 output during the next tile's first S ("split": and first block)
+    nvfp4_defer: bool = False  # nvfp4_defer: the consumers quantize a tile's NVFP4 output during the next tile's first S
     rescale_threshold: float | None = None  # rescale_threshold: FA4's conditional rescale (log2 units); None: every block
     tail_split: bool | str = False  # tail_split: False, or how the pieces and the combine launch ("plain", "start", "last_load")
     o_direct: bool = False  # O from registers to global memory, no O buffer (the wide-key build: no room for one)

@@ -159,23 +159,17 @@ class Sm90Epilogues:
     def quantize_pending(
         self, pending: I32, m_tiles: I32, num_splits: I32, mQ: cute.Tensor, mK: cute.Tensor, mO: cute.Tensor, mCodes: cute.Tensor,
         mScales: cute.Tensor, mGlobal: cute.Tensor, sO: cute.Tensor, left: I32, right: I32, ct: I32, wg: I32, tail,
-        half: cutlass.Constexpr = None,
     ):  # fmt: skip
         """NVFP4_DEFER: this warpgroup's rows of tile `pending` (-1: none), which its epilogue left
         in O's buffer (after the barrier that saw them all in), as NVFP4, as the epilogue would
-        have written them; the next epilogue's first barrier waits for these reads. `half` 0 or 1
-        ("split"): only the first or the second half of each thread's pairs."""
+        have written them; the next epilogue's first barrier waits for these reads."""
         if pending >= 0:
             m_block, head, batch, _, _, _, _ = self.tile_coords(pending, m_tiles, num_splits, mQ, mK, left, right, tail)
             first = m_block * self.block_m + wg * 64
             sq = mO.shape[0]
             if first < sq:
                 rows = cute.local_tile(sO, (64, self.d), (wg, 0))
-                pairs = self.d // 64  # a thread's (128 threads, two a row)
-                taken = None
-                if cutlass.const_expr(half is not None):
-                    taken = (half * pairs // 2, (half + 1) * pairs // 2)
-                store_nvfp4(rows, (mCodes, mScales, mGlobal), batch, head, m_block * (self.block_m // 64) + wg, sq - first, ct % 128, 128, True, taken)
+                store_nvfp4(rows, (mCodes, mScales, mGlobal), batch, head, m_block * (self.block_m // 64) + wg, sq - first, ct % 128, 128)
 
     @cute.jit
     def direct_epilogue(self, rO: cute.Tensor, tScS: cute.Tensor, mO: cute.Tensor, mma_pv: cute.TiledMma, ct: I32, m0: I32, head: I32, batch: I32):

@@ -52,10 +52,7 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
         # NVFP4_OFFLOAD: O's quantization by QUANTIZER_THREADS of the producer warpgroup (nvfp4_out only)
         self.offload = nvfp4_offload and nvfp4_out and not group
         # NVFP4_DEFER: the consumers quantize a tile's rows during their next tile's first S wgmma
-        self.defer = bool(config.nvfp4_defer) and nvfp4_out and not group and not self.offload
-        # NVFP4_DEFER "split": half of a thread's pairs there, the other half beside the tile's
-        # first loop block (a thread has d / 64 pairs: two at D=128, one at D=64, which cannot split)
-        self.defer_split = self.defer and config.nvfp4_defer == "split" and head_dim // 64 >= 2
+        self.defer = config.nvfp4_defer and nvfp4_out and not group and not self.offload
         # a hand-over's fields in shared memory: batch, head, first row, the giver's phase
         self.handoff_fields = 4
         self.o_direct = o_direct and not nvfp4_out and not group  # O from registers to global memory (the wide build)
@@ -625,13 +622,9 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
             self.mma_turn_wait(wg)
             _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
             self.mma_turn_done(wg)
-            quantize = None  # NVFP4_DEFER: the last tile's rows (or, "split", their second half)
             if cutlass.const_expr(self.defer):
-                quantize = functools.partial(
-                    self.quantize_pending, pending, m_tiles, num_splits, mQ, mK, mO, mCodes, mScales, mGlobal, sO, left, right, ct, wg, tail
-                )  # fmt: skip
-                # while the tensor cores compute this S (only S is live here)
-                quantize(0 if self.defer_split else None)
+                # the last tile's rows, while the tensor cores compute this S (only S is live here)
+                self.quantize_pending(pending, m_tiles, num_splits, mQ, mK, mO, mCodes, mScales, mGlobal, sO, left, right, ct, wg, tail)
             warpgroup.wait_group(0)
             pipe_k.consumer_release(state)
             softmax(n_block_max - 1)  # O is still zero: its first rescale (by 0) changes nothing
@@ -639,29 +632,13 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
             step = functools.partial(
                 self.key_block, pipe_k, pipe_v, mma_qk, mma_pv, tSrQ, tSrK, tOrVt, acc_O, acc_S, rP, tOrP, corr, softmax, wg, n_block_max
             )  # fmt: skip
-            start = 1  # the loops' first iteration
-            if cutlass.const_expr(self.defer_split):
-                # the second half beside the first loop block's S and P V (a peeled iteration)
-                start = 2
-                if n_blocks > 1:
-                    if cutlass.const_expr(self.mask_loops and self.has_right and not self.has_left):
-                        if self.masked_iterations(m0, n_block_max, n_blocks, sk, offset, right) > 1:
-                            state = step(1, state, True, functools.partial(quantize, 1))
-                        else:
-                            state = step(1, state, False, functools.partial(quantize, 1))
-                    elif cutlass.const_expr(self.mask_loops and not self.has_left and not self.has_right):
-                        state = step(1, state, False, functools.partial(quantize, 1))
-                    else:
-                        state = step(1, state, None, functools.partial(quantize, 1))
-                else:
-                    quantize(1)
             if cutlass.const_expr(self.mask_loops and self.has_right and not self.has_left):
                 # two loops, the element mask compiled into the first only: the blocks that
                 # cross the diagonal or the key tail (the first visited), then the rest
                 right_end = self.masked_iterations(m0, n_block_max, n_blocks, sk, offset, right)
-                for it in cutlass.range(start, right_end, unroll=1):
+                for it in cutlass.range(1, right_end, unroll=1):
                     state = step(it, state, True)
-                for it in cutlass.range(cutlass.max(right_end, start), n_blocks, unroll=1):
+                for it in cutlass.range(right_end, n_blocks, unroll=1):
                     state = step(it, state, False)
             elif cutlass.const_expr(self.tail_pieces):
                 # no diagonal: only a tile's first block (the key tail's) is ever masked, so the
@@ -675,10 +652,10 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
             elif cutlass.const_expr(self.mask_loops and not self.has_left and not self.has_right):
                 # MASK_LOOPS without a diagonal: only a tile's first block (the key tail's, above)
                 # may cross a limit, so the loop is compiled without the element mask
-                for it in cutlass.range(start, n_blocks, unroll=1):
+                for it in cutlass.range(1, n_blocks, unroll=1):
                     state = step(it, state, False)
             else:
-                for it in cutlass.range(start, n_blocks, unroll=1):
+                for it in cutlass.range(1, n_blocks, unroll=1):
                     state = step(it, state, None)
             pipe_v.consumer_wait(state)
             self.mma_turn_wait(wg)
@@ -736,11 +713,9 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
         it: I32,
         state,
         masked: cutlass.Constexpr,
-        beside: cutlass.Constexpr = None,
     ):
         """Key block `it` (after the first) of a consumer's tile: S of this block and P V of the
-        previous one; returns the pipeline state advanced to this block. `beside` (NVFP4_DEFER
-        "split": the last tile's second half of quantizing) runs once both wgmmas are issued."""
+        previous one; returns the pipeline state advanced to this block."""
         v_state = state.clone()  # V of the previous block
         state.advance()
         pipe_k.consumer_wait(state)
@@ -765,8 +740,6 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
                 pipe_v.consumer_wait(v_state)
             _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, v_state.index], False)
             self.mma_turn_done(wg)
-            if cutlass.const_expr(beside is not None):
-                beside()
             warpgroup.wait_group(1)
             pipe_k.consumer_release(state)
             softmax(n_block_max - 1 - it, masked)

@@ -235,11 +235,8 @@ class Knobs:
     # that tile's first S wgmma is issued (or after its last tile), so the quantization's ~1000
     # instructions a thread run while the tensor cores compute the next S instead of beside idle
     # tensor cores (both warpgroups reach the epilogue together). O's buffer keeps the rows until
-    # then: the next epilogue's barrier waits for every thread's reads. "split": half of each
-    # thread's pairs of blocks there, the other half once the next tile's first loop block has
-    # issued its S and P V wgmmas (a peeled iteration; D=128 only, where a thread has two pairs),
-    # so the quantization has two blocks' tensor work to hide behind. The same bytes.
-    nvfp4_defer: ByShape[bool | str] = False
+    # then: the next epilogue's barrier waits for every thread's reads. The same bytes.
+    nvfp4_defer: ByShape[bool] = False
     # the key loop as two loops: the blocks that may need the element mask (crossing the diagonal or
     # the key tail, the first visited), the mask compiled in, then the rest without it (FA3 splits
     # its loop too); False: one loop that decides per block at run time, both softmax variants in its

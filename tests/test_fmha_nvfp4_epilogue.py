@@ -181,9 +181,6 @@ def test_nvfp4_defer_is_the_consumers_quantization_only():
     assert not fmha_sm90.config_for(128, False, True, False, knobs=knobs).nvfp4_defer  # bf16 output
     assert not fmha_sm90.config_for(128, False, False, True, knobs=knobs).nvfp4_defer  # offloaded
     assert not fmha_sm90.config_for(128, False, True, True, knobs=DEFAULT_KNOBS).nvfp4_defer or DEFAULT_KNOBS.nvfp4_defer
-    assert fmha_sm90.config_for(128, False, True, True, knobs=dataclasses.replace(knobs, nvfp4_defer="split")).nvfp4_defer == "split"
-    with pytest.raises(ValueError, match="nvfp4_defer"):
-        fmha_sm90.config_for(128, False, True, True, knobs=dataclasses.replace(knobs, nvfp4_defer="later"))
 
 
 @pytest.mark.parametrize("head_dim", [64, 128])
@@ -215,26 +212,21 @@ def test_deferred_quantization_leaves_the_epilogue(tmp_path, head_dim):
         (64, True, (-1, -1), False, 900, 1300),
         (64, False, (300, 40), True, 900, 1300),
         (128, False, (-1, -1), False, 700, 333),
-        (128, True, (-1, -1), False, 300, 100),
-        # the diagonal within each tile's first block: its first loop block is unmasked
-        (128, True, (-1, -1), False, 1024, 1024),
     ],
 )
 @pytest.mark.parametrize("persistent", [True, False])
-@pytest.mark.parametrize("defer", [True, "split"])
-def test_gpu_deferred_quantization_many_tiles(d, causal, window, sink, sq, sk, persistent, defer):
+def test_gpu_deferred_quantization_many_tiles(d, causal, window, sink, sq, sk, persistent):
     """NVFP4_DEFER over many tiles a CTA (the dynamic order with a diagonal, the static one
     without), with GQA, Sq = 900 (the last tile's second warpgroup has no valid row at 128-row
     tiles), tiles without key blocks, a window with a sink, one CTA per tile, and a NaN in V:
-    the bytes of `nvfp4.quantize` of the plain output, twice in a row; "split" also where a tile
-    has one key block (Sk = 100) and where its first loop block is or is not masked."""
+    the bytes of `nvfp4.quantize` of the plain output, twice in a row."""
     torch = _cuda()
     from cute_lowering.kernels import fmha, fmha_sm90, nvfp4
     from cute_lowering.kernels.torch_device import arch_of
 
     if arch_of(torch.device("cuda")) not in fmha_sm90.ARCHS:
         pytest.skip("the wgmma path needs sm_90a")
-    knobs = dataclasses.replace(DEFAULT_KNOBS, nvfp4_offload=False, nvfp4_defer=defer, persistent=persistent)
+    knobs = dataclasses.replace(DEFAULT_KNOBS, nvfp4_offload=False, nvfp4_defer=True, persistent=persistent)
     assert fmha_sm90.config_for(d, window[0] >= 0, causal or window[1] >= 0, True, knobs=knobs).nvfp4_defer
     gen = torch.Generator(device="cuda").manual_seed(d + sq)
     q = torch.randn(3, sq, 16, d, generator=gen, device="cuda").to(torch.bfloat16)
