@@ -5,12 +5,14 @@
 # installed with --target into a folder on PYTHONPATH; the checkout's folders are not a package).
 # usage: OUT=DIR bash bench/gpu_suite.sh      (PARTS=8, TEST_TIMEOUT=300 by default)
 # Output: DIR/gpu_suite.log (each part's tail), the FAILED/ERROR lines and counts on stdout.
-# Exit status: 0 when every part passed, 1 otherwise, 3 when nothing was collected.
+# Exit status: 0 when every part passed, 1 otherwise, 3 when nothing was collected, 4 when the
+# installed package is not this checkout's (bench/installed_checkout.py: a stale --target install).
 set -u
 : "${OUT:?set OUT to the output folder}"
 mkdir -p "$OUT"  # (the status loop below writes there: without it every part read as passed)
 parts=${PARTS:-8}
 t0=$(date +%s)
+python3 "$(dirname "$0")/installed_checkout.py" || exit 4
 python3 -m pytest -q -p no:cacheprovider --collect-only -m gpu tests 2>/dev/null | grep '::' > /tmp/gpu_ids
 n=$(wc -l < /tmp/gpu_ids)
 echo "collected $n GPU tests"

@@ -293,6 +293,12 @@ def main(argv=None) -> int:
     if shutil.which("compute-sanitizer") is None or shutil.which("nvidia-smi") is None:
         print("no GPU here (compute-sanitizer/nvidia-smi not found): nothing run", file=sys.stderr)
         return 2
+    from installed_checkout import refuse_stale
+
+    stale = refuse_stale("sanitizer_sweep")  # (a sweep of another tree's kernels under this tree's name)
+    if stale:
+        print(stale, file=sys.stderr)
+        return 2
     os.makedirs(args.out, exist_ok=True)
     t0 = time.time()
     parts = shards(names, args.jobs)

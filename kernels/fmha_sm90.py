@@ -43,7 +43,8 @@ consumers finish the current one (Config).
 - Epilogue per consumer: normalize O (sink in the denominator), LSE, O to bf16/fp16
   through the warpgroup's own rows of a shared-memory O buffer (apart from Q's, so the
   next tile's Q can load meanwhile), then 16-byte stores or one TMA store (tma_store). The
-  NVFP4 output is quantized from those rows by the consumers, or (nvfp4_offload) by two
+  NVFP4 output is quantized from those rows by the consumers (in the epilogue, or with
+  nvfp4_defer once their next tile's first S wgmma is issued), or (nvfp4_offload) by two
   idle warps of the producer warpgroup to which the consumers hand the rows over.
 
 The same kernel, packed (`_PackedSplitSm90`, `compile_packed_split`; fmha's path

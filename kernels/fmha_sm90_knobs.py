@@ -235,8 +235,13 @@ class Knobs:
     # that tile's first S wgmma is issued (or after its last tile), so the quantization's ~1000
     # instructions a thread run while the tensor cores compute the next S instead of beside idle
     # tensor cores (both warpgroups reach the epilogue together). O's buffer keeps the rows until
-    # then: the next epilogue's barrier waits for every thread's reads. The same bytes.
-    nvfp4_defer: ByShape[bool] = False
+    # then: the next epilogue's barrier waits for every thread's reads. The same bytes. On at D=128
+    # with a diagonal: fused / bf16 1.052 (three times) against 1.061-1.066 in one process, two
+    # kernels / fused 1.026-1.030 against 1.016-1.021 (H100, session 26). At D=64 with a diagonal
+    # (three consumer warpgroups taking turns) it lost: 1.079-1.089 against 1.058. Without a
+    # diagonal the producer's warps quantize (nvfp4_offload). Passed the sanitizer sweep and the
+    # GPU suite (bench/RESULTS.md).
+    nvfp4_defer: ByShape[bool] = FrozenDict({(64, False): False, (64, True): False, (128, False): False, (128, True): True})
     # the key loop as two loops: the blocks that may need the element mask (crossing the diagonal or
     # the key tail, the first visited), the mask compiled in, then the rest without it (FA3 splits
     # its loop too); False: one loop that decides per block at run time, both softmax variants in its
