@@ -137,13 +137,11 @@ class Sm90Epilogues:
             return
         if cutlass.const_expr(self.defer):
             return  # (NVFP4_DEFER: quantize_pending, at the next tile's first S or after the last tile)
-        sO = cute.local_tile(sO, (64, d), (wg, 0))
         if cutlass.const_expr(self.nvfp4_out):
             # O as NVFP4, quantized from this warpgroup's tile as it would have been stored
-            first = m0 + wg * 64
-            if first < sq:
-                store_nvfp4(sO, (mCodes, mScales, mGlobal), batch, head, m0 // 64 + wg, sq - first, ct % 128, 128)
+            self.quantize_own_rows(sO, (mCodes, mScales, mGlobal), batch, head, m0, m0 // 64, sq, ct, wg)
         else:
+            sO = cute.local_tile(sO, (64, d), (wg, 0))
             gO = cute.local_tile(mO[None, None, head, batch], (64, d), (m0 // 64 + wg, 0))
             thr_s2g = s2g.get_slice(ct % 128)
             tOs = thr_s2g.partition_S(sO)
@@ -156,20 +154,25 @@ class Sm90Epilogues:
                     cute.copy(s2g, tOr[None, m, None], tOg[None, m, None])
 
     @cute.jit
+    def quantize_own_rows(self, sO: cute.Tensor, outputs, batch: I32, head: I32, m0: I32, m64: I32, sq: I32, ct: I32, wg: I32):
+        """The consumers' NVFP4 output: this warpgroup's rows of the tile at query row m0 (m64 = m0 / 64,
+        as the caller has it), from O's buffer (sO: BLOCK_M x D), as NVFP4 (`outputs`: codes,
+        scales, global scale); rows past Sq are not written."""
+        first = m0 + wg * 64
+        if first < sq:
+            store_nvfp4(cute.local_tile(sO, (64, self.d), (wg, 0)), outputs, batch, head, m64 + wg, sq - first, ct % 128, 128)
+
+    @cute.jit
     def quantize_pending(
-        self, pending: I32, m_tiles: I32, num_splits: I32, mQ: cute.Tensor, mK: cute.Tensor, mO: cute.Tensor, mCodes: cute.Tensor,
-        mScales: cute.Tensor, mGlobal: cute.Tensor, sO: cute.Tensor, left: I32, right: I32, ct: I32, wg: I32, tail,
+        self, m_tiles: I32, num_splits: I32, mQ: cute.Tensor, mK: cute.Tensor, mO: cute.Tensor, outputs, sO: cute.Tensor, left: I32,
+        right: I32, ct: I32, wg: I32, tail, pending: I32,
     ):  # fmt: skip
         """NVFP4_DEFER: this warpgroup's rows of tile `pending` (-1: none), which its epilogue left
-        in O's buffer (after the barrier that saw them all in), as NVFP4, as the epilogue would
-        have written them; the next epilogue's first barrier waits for these reads."""
+        in O's buffer (after the barrier that saw them all in), as the epilogue would have written
+        them (quantize_own_rows); the next epilogue's first barrier waits for these reads."""
         if pending >= 0:
             m_block, head, batch, _, _, _, _ = self.tile_coords(pending, m_tiles, num_splits, mQ, mK, left, right, tail)
-            first = m_block * self.block_m + wg * 64
-            sq = mO.shape[0]
-            if first < sq:
-                rows = cute.local_tile(sO, (64, self.d), (wg, 0))
-                store_nvfp4(rows, (mCodes, mScales, mGlobal), batch, head, m_block * (self.block_m // 64) + wg, sq - first, ct % 128, 128)
+            self.quantize_own_rows(sO, outputs, batch, head, m_block * self.block_m, m_block * (self.block_m // 64), mO.shape[0], ct, wg)
 
     @cute.jit
     def direct_epilogue(self, rO: cute.Tensor, tScS: cute.Tensor, mO: cute.Tensor, mma_pv: cute.TiledMma, ct: I32, m0: I32, head: I32, batch: I32):

@@ -430,11 +430,16 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
             if cutlass.const_expr(self.pingpong):
                 if wg == 0:
                     cute.arch.barrier_arrive(barrier_id=TURN_BARRIER, number_of_threads=256)  # the first turn is the first consumer's
+            quantize_pending = None  # NVFP4_DEFER: a tile's rows left in O's buffer, as NVFP4 (by its index; -1: none)
+            if cutlass.const_expr(self.defer):
+                quantize_pending = functools.partial(
+                    self.quantize_pending, m_tiles, num_splits, mQ, mK, mO, (mCodes, mScales, mGlobal), sO, left, right, ct, wg, tail
+                )  # fmt: skip
             compute = functools.partial(
                 self.compute_tile, m_tiles, num_splits, mQ, mK, mO, mLSE, mSink, mCodes, mScales, mGlobal, mTailO, mTailLSE, scale_log2,
                 left, right,
                 pipe_q, pipe_k, pipe_v, mma_qk, mma_pv, s2g, sO, handoff, sNext, n_tiles, tSrQ, tSrK, tOrVt, acc_O, acc_S,
-                rP, corr, row_max, row_sum, tScS, ct, wg, tail,
+                rP, corr, row_max, row_sum, tScS, ct, wg, tail, quantize_pending,
             )  # fmt: skip
             pending = I32(-1)  # NVFP4_DEFER: the tile whose rows wait in O's buffer to be quantized (-1: none)
             if cutlass.const_expr(self.dynamic):
@@ -443,14 +448,13 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
                     q_state, state, tile, pending = compute(tile, q_state, state, pending)  # (the next tile: take_tile)
             elif cutlass.const_expr(self.persistent):
                 for unit in cutlass.range(first_unit, units, unit_stride, unroll=1):
-                    tile = self.unit_tile(unit, first_unit, unit_stride, units, rank, cluster)
-                    q_state, state, _, pending = compute(tile, q_state, state, pending)
+                    q_state, state, _, pending = compute(self.unit_tile(unit, first_unit, unit_stride, units, rank, cluster), q_state, state, pending)
             else:
                 # one tile: no loop around the body (with one, ptxas keeps more registers live
                 # and, at D=128, serializes the wgmmas: C7512, measured 30% slower)
                 _, _, _, pending = compute(first_tile, q_state, state, pending)
             if cutlass.const_expr(self.defer):
-                self.quantize_pending(pending, m_tiles, num_splits, mQ, mK, mO, mCodes, mScales, mGlobal, sO, left, right, ct, wg, tail)
+                quantize_pending(pending)
             if cutlass.const_expr(self.tma_store):
                 if ct % 128 == 0:
                     cute.arch.cp_async_bulk_wait_group(0, read=True)  # shared memory outlives the last store's reads
@@ -588,6 +592,7 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
         ct: I32,
         wg: I32,
         tail,  # TAIL_SPLIT: (first tail tile, log2 of its pieces), or None
+        quantize_pending,  # NVFP4_DEFER: Sm90Epilogues.quantize_pending with all but the tile bound; else None
         tile: I32,
         q_state,
         state,
@@ -624,7 +629,7 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
             self.mma_turn_done(wg)
             if cutlass.const_expr(self.defer):
                 # the last tile's rows, while the tensor cores compute this S (only S is live here)
-                self.quantize_pending(pending, m_tiles, num_splits, mQ, mK, mO, mCodes, mScales, mGlobal, sO, left, right, ct, wg, tail)
+                quantize_pending(pending)
             warpgroup.wait_group(0)
             pipe_k.consumer_release(state)
             softmax(n_block_max - 1)  # O is still zero: its first rescale (by 0) changes nothing
@@ -672,7 +677,7 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
             if cutlass.const_expr(self.dynamic):
                 next_tile = self.take_tile(sNext, n_tiles, q_state.count)
             if cutlass.const_expr(self.defer):
-                self.quantize_pending(pending, m_tiles, num_splits, mQ, mK, mO, mCodes, mScales, mGlobal, sO, left, right, ct, wg, tail)
+                quantize_pending(pending)
         # every S wgmma of this tile is complete: Q's buffer may take the next tile's
         pipe_q.consumer_release(q_state)
         q_state.advance()
