@@ -795,18 +795,7 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
             _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK, True)
         else:
             q_regs, q_smem, mma_qk_rs = tSrQ
-            warpgroup.fence()  # (as _wgmma_issue: registers written by ordinary code, Q's among them)
-            from_regs, from_smem = cute.make_mma_atom(mma_qk_rs.op), cute.make_mma_atom(mma_qk.op)
-            from_regs.set(warpgroup.Field.ACCUMULATE, False)
-            from_smem.set(warpgroup.Field.ACCUMULATE, False)
-            for k in cutlass.range_constexpr(cute.size(tSrK.shape[2])):
-                if cutlass.const_expr(k < self.q_reg_steps):
-                    cute.gemm(from_regs, acc_S, q_regs[None, None, k], tSrK[None, None, k], acc_S)
-                else:
-                    cute.gemm(from_smem, acc_S, q_smem[None, None, k], tSrK[None, None, k], acc_S)
-                from_regs.set(warpgroup.Field.ACCUMULATE, True)
-                from_smem.set(warpgroup.Field.ACCUMULATE, True)
-            warpgroup.commit_group()
+            _wgmma_issue(mma_qk, acc_S, q_smem, tSrK, True, (mma_qk_rs, q_regs, self.q_reg_steps))
 
     @cute.jit
     def store_p(self, rP, acc_S: cute.Tensor, wg: I32):
