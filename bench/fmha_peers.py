@@ -223,10 +223,6 @@ VARIANTS = {
     # without a mask); "cluster" takes it at D=64 without a mask too
     "cluster": {"cluster": 2, "tiles": _T_NOW},
     "cluster128": {"cluster": {(64, False): 1, (64, True): 1, (128, False): 2, (128, True): 1}, "tiles": _T_NOW},
-    # Q the S wgmma's A operand from registers at D=128 (session 27)
-    "q_regs128": {"q_registers": {(64, False): 0, (64, True): 0, (128, False): 8, (128, True): 8}},
-    "q_regs128_half": {"q_registers": {(64, False): 0, (64, True): 0, (128, False): 4, (128, True): 4}},
-    "q_regs128_2": {"q_registers": {(64, False): 0, (64, True): 0, (128, False): 2, (128, True): 2}},
     # the NVFP4 output quantized by two warps of the producer warpgroup (time with --variant-cases n0,n1,n2)
     "nvfp4_offload": {"nvfp4_offload": True},
     "no_nvfp4_offload": {"nvfp4_offload": False},  # the consumers quantize (before session 10)

@@ -119,9 +119,6 @@ def config_for(
     q_stages = k.at("q_stages", head_dim, masked)
     if q_stages not in (1, 2):
         raise ValueError(f"q_stages must be 1 or 2 (or a mapping of them like tiles), not {k.q_stages!r}")
-    q_registers = k.at("q_registers", head_dim, masked)
-    if not (isinstance(q_registers, int) and not isinstance(q_registers, bool) and 0 <= q_registers <= head_dim // 16):
-        raise ValueError(f"q_registers must be a count of Q's k16 steps in [0, {head_dim // 16}] at D={head_dim} (or a mapping like tiles), not {k.q_registers!r}")
     # the wide build: O from registers straight to global memory (no room for an O buffer beside its K/V stages)
     o_direct = wide is not None and not nvfp4_out
     tma_store = bool(k.at("tma_store", head_dim, masked)) and not o_direct
@@ -174,7 +171,6 @@ def config_for(
         k_ahead=bool(k.at("k_ahead", head_dim, masked)),
         v_wait_late=k.intra_wg_overlap and bool(k.at("v_wait_late", head_dim, masked)),
         q_stages=q_stages,
-        q_registers=q_registers,
         cluster=cluster,
         nvfp4_offload=offload,
         nvfp4_defer=bool(nvfp4_out and not offload and k.at("nvfp4_defer", head_dim, masked)),

@@ -35,7 +35,6 @@ class Config:
     tma_store: bool = False  # tma_store: O from shared memory to global memory by one TMA store a warpgroup
     k_ahead: bool = False  # k_ahead: the producer loads a tile's first K before its Q, then K(n) before V(n + 1)
     v_wait_late: bool = False  # v_wait_late: the P V's wait for V after the S wgmma's issue
-    q_registers: int = 0  # q_registers: Q's k16 steps the S wgmma takes from registers (loaded once a tile)
     q_stages: int = 1  # q_stages: Q buffers, 2 let the next tile's Q load while this one computes
     cluster: int = 1  # cluster: CTAs that share each K/V tile by TMA multicast
     nvfp4_offload: bool = False  # nvfp4_offload: two idle producer warps quantize the NVFP4 output

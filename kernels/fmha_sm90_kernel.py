@@ -47,7 +47,6 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
         self.late_rescale, self.interleaved, self.mask_relative = config.late_rescale, config.interleaved, config.mask_relative
         self.stmatrix, self.k_ahead, self.v_wait_late, self.cluster = config.stmatrix, config.k_ahead, config.v_wait_late, config.cluster
         self.rescale_threshold, self.inf_guard_unmasked = config.rescale_threshold, config.inf_guard_unmasked
-        self.q_reg_steps = 0 if group else config.q_registers  # Q_REGISTERS: Q's k16 steps the S wgmma takes from registers
         tma_store, nvfp4_offload, tail_split, o_direct = config.tma_store, config.nvfp4_offload, config.tail_split, config.o_direct
         self.conditional_rescale = self.rescale_threshold is not None  # RESCALE_THRESHOLD: O's rescale under a warp vote
         # NVFP4_OFFLOAD: O's quantization by QUANTIZER_THREADS of the producer warpgroup (nvfp4_out only)
@@ -234,15 +233,10 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
         sKV_layout = _smem_layout(dt, self.block_n, d, self.stages)
         q_load = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mQ, sQ_layout, (self.block_m, d))
         k_load, v_load = self.kv_loads(mK, mV, sKV_layout, 1)
-        return sQ_layout, sKV_layout, q_load, k_load, v_load, self.qk_mma(warpgroup.OperandSource.SMEM), self.pv_mma(self.consumer_wgs)
-
-    def qk_mma(self, a_source) -> cute.TiledMma:
-        """S = Q K^T over the consumer warpgroups: K K-major in shared memory, Q K-major in shared
-        memory or (Q_REGISTERS) registers."""
-        return sm90.make_trivial_tiled_mma(
-            self.dtype, self.dtype, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.K, F32, (self.consumer_wgs, 1, 1),
-            (64, self.block_n), a_source=a_source,
-        )  # fmt: skip
+        mma_qk = sm90.make_trivial_tiled_mma(
+            dt, dt, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.K, F32, (self.consumer_wgs, 1, 1), (64, self.block_n)
+        )
+        return sQ_layout, sKV_layout, q_load, k_load, v_load, mma_qk, self.pv_mma(self.consumer_wgs)
 
     def kv_loads(self, mK: cute.Tensor, mV: cute.Tensor, sKV_layout, cluster: int):
         """The TMA atoms of one K and one V stage: plain, or (cluster > 1, CLUSTER) each CTA's
@@ -421,14 +415,6 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
             wg_qk = mma_qk.get_slice(wg * 128)  # smem operands are partitioned per warpgroup
             wg_pv = mma_pv.get_slice(wg * 128)
             tSrQ = wg_qk.make_fragment_A(wg_qk.partition_A(sQ))
-            if cutlass.const_expr(self.q_reg_steps):
-                # Q_REGISTERS: the tile's Q in the P V accumulator's layout (for 16-bit types one
-                # k16 step of wgmma's A fragment holds what 16 columns of an m64nN accumulator
-                # hold: _as_operand_a), loaded from Q's buffer at each tile's start; the S wgmma's
-                # first q_reg_steps k-steps read it there, the rest Q's buffer (the registers of
-                # the others are never read, so never loaded)
-                rQ = cute.make_rmem_tensor(wg_pv.partition_shape_C((self.block_m, d)), self.dtype)
-                tSrQ = (rQ, mma_pv.get_slice(ct).partition_C(sQ), tSrQ, self.qk_mma(warpgroup.OperandSource.RMEM))
             tSrK = wg_qk.make_fragment_B(wg_qk.partition_B(sK))
             tOrVt = wg_pv.make_fragment_B(wg_pv.partition_B(sVt))
             acc_O = cute.make_rmem_tensor(wg_pv.partition_shape_C((self.block_m, d)), F32)
@@ -627,14 +613,8 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
         row_max.fill(-F32.inf)
         row_sum.fill(0.0)
         softmax = functools.partial(self.softmax, acc_S, corr, row_max, row_sum, scale_log2, tScS, m0, sk, offset, left, right)
-        if cutlass.const_expr(self.q_reg_steps):
-            rQ, tQsQ, tSsQ, mma_qk_rs = tSrQ
-            tSrQ = (_as_operand_a(rQ), tSsQ[None, None, None, q_state.index], mma_qk_rs)
-            pipe_q.consumer_wait(q_state)
-            rQ.store(tQsQ[None, None, None, q_state.index].load())  # Q_REGISTERS: this tile's Q into registers
-        else:
-            tSrQ = tSrQ[None, None, None, q_state.index]  # this tile's Q buffer
-            pipe_q.consumer_wait(q_state)
+        tSrQ = tSrQ[None, None, None, q_state.index]  # this tile's Q buffer
+        pipe_q.consumer_wait(q_state)
         next_tile = tile  # (static orders: the caller's loop knows)
         if n_blocks > 0:
             # the first (last-in-sequence) block: S and softmax; its P V goes with the next S
@@ -645,7 +625,7 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
                 # own (D=128: 64 more than fit, every wgmma serialized, C7512)
                 acc_S.fill(0.0)
             self.mma_turn_wait(wg)
-            self.issue_s(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index])
+            _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
             self.mma_turn_done(wg)
             if cutlass.const_expr(self.defer):
                 # the last tile's rows, while the tensor cores compute this S (only S is live here)
@@ -758,7 +738,7 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
                 # bench/fmha_sass.py). Zeros as its input leave P's f32 values no use past the
                 # one conversion. (Not in the other builds: D=64's loop grows 862 -> 885.)
                 acc_S.fill(0.0)
-            self.issue_s(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index])
+            _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
             if cutlass.const_expr(not self.late_rescale):
                 _rescale(acc_O, corr, self.conditional_rescale)
             if cutlass.const_expr(self.v_wait_late):
@@ -776,7 +756,7 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
             self.mma_turn_wait(wg)
             _rescale(acc_O, corr, self.conditional_rescale)
             _wgmma_issue(mma_pv, acc_O, tOrP, tOrVt[None, None, None, v_state.index], False)
-            self.issue_s(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index])
+            _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK[None, None, None, state.index], True)
             self.mma_turn_done(wg)
             warpgroup.wait_group(1)
             pipe_v.consumer_release(v_state)
@@ -785,17 +765,6 @@ class _FmhaSm90(Sm90Scheduling, Sm90Softmax, Sm90Epilogues):
             softmax(n_block_max - 1 - it, masked)
         self.store_p(rP, acc_S, wg)
         return state
-
-    @cute.jit
-    def issue_s(self, mma_qk: cute.TiledMma, acc_S: cute.Tensor, tSrQ, tSrK: cute.Tensor):
-        """S = Q K^T of one key block as one wgmma group: Q from its buffer, or (Q_REGISTERS; tSrQ
-        then (Q's registers as the A operand, Q's buffer, the register-A tiled MMA)) its first
-        q_reg_steps k-steps from registers."""
-        if cutlass.const_expr(not self.q_reg_steps):
-            _wgmma_issue(mma_qk, acc_S, tSrQ, tSrK, True)
-        else:
-            q_regs, q_smem, mma_qk_rs = tSrQ
-            _wgmma_issue(mma_qk, acc_S, q_smem, tSrK, True, (mma_qk_rs, q_regs, self.q_reg_steps))
 
     @cute.jit
     def store_p(self, rP, acc_S: cute.Tensor, wg: I32):

@@ -94,12 +94,6 @@ class Knobs:
     # soon as the producer has the next tile (D=128: 225 KB with O's buffer and two K/V stages;
     # config_for keeps one where two do not fit). 2 is 1-4% faster on most rows, never slower.
     q_stages: ByShape[int] = 2
-    # Q as the S wgmma's A operand from registers (loaded from its shared-memory buffer once a
-    # tile) instead of from shared memory, for this many of its D / 16 k16 steps (0: none; D=128:
-    # 4 registers a thread a step): such a step then reads only K's 4 KB from shared memory, not
-    # Q's 2 KB beside it (an SS step at m64n128k16 asks 96 bytes a clock of the SM's 128, with the
-    # TMA writes of K and V beside it).
-    q_registers: ByShape[int] = 0
     # FA3's intra-warpgroup overlap: S(n) = Q K(n)^T and O += P(n+1) V(n+1) are issued together
     # and the softmax of S(n) runs while the P V wgmma does; False: the softmax waits for both
     intra_wg_overlap: bool = True

@@ -78,23 +78,13 @@ def _smem_layout(dt, rows: int, d: int, stages: int | None = None):
 @cute.jit
 
 
-def _wgmma_issue(tiled_mma: cute.TiledMma, acc: cute.Tensor, a: cute.Tensor, b: cute.Tensor, zero_init: cutlass.Constexpr, a_first=None):
-    """Issue acc (+)= A B over the k slices as one wgmma group (wait for it with wait_group).
-    a_first (Q_REGISTERS): (a tiled MMA taking A from registers, that A, a count n): the first n
-    k slices take A from there, the rest from `a`."""
-    warpgroup.fence()  # registers written by ordinary code (P, rescaled O, Q) before wgmma reads them
+def _wgmma_issue(tiled_mma: cute.TiledMma, acc: cute.Tensor, a: cute.Tensor, b: cute.Tensor, zero_init: cutlass.Constexpr):
+    """Issue acc (+)= A B over the k slices as one wgmma group (wait for it with wait_group)."""
+    warpgroup.fence()  # registers written by ordinary code (P, rescaled O) before wgmma reads them
     atom = cute.make_mma_atom(tiled_mma.op)
     atom.set(warpgroup.Field.ACCUMULATE, not zero_init)
-    first = None
-    if cutlass.const_expr(a_first is not None):
-        first = cute.make_mma_atom(a_first[0].op)
-        first.set(warpgroup.Field.ACCUMULATE, not zero_init)
     for k in cutlass.range_constexpr(cute.size(a.shape[2])):
-        if cutlass.const_expr(a_first is not None and k < a_first[2]):
-            cute.gemm(first, acc, a_first[1][None, None, k], b[None, None, k], acc)
-            first.set(warpgroup.Field.ACCUMULATE, True)
-        else:
-            cute.gemm(atom, acc, a[None, None, k], b[None, None, k], acc)
+        cute.gemm(atom, acc, a[None, None, k], b[None, None, k], acc)
         atom.set(warpgroup.Field.ACCUMULATE, True)
     warpgroup.commit_group()
 
