@@ -238,10 +238,6 @@ VARIANTS = {
     "fa3_loop128": {"late_rescale": True, "v_wait_late": {(64, False): True, (64, True): False, (128, False): True, (128, True): False}},
     # the packed split-KV (decode) kernel at FA3's 128 x 176 (it has no O buffer: 208 KB fits)
     "split176": {"split_tiles": {64: (128, 128), 128: (128, 176)}},
-    # session 28: ptxas's --register-usage-level 0 for the D=128 build without a mask (its first
-    # key loop then runs 18 exp2s before the P V wait instead of 4, in 516 instructions against 479)
-    "rul0_128": {"ptxas_register_usage": {(64, False): None, (64, True): None, (128, False): 0, (128, True): None}},
-    "rul0": {"ptxas_register_usage": 0},
     # session 19: the split's wider tiles with the scheduler barrier (the unpacked 128 x 192 gains with it)
     "split192_pp": {"split_tiles": {64: (128, 128), 128: (128, 192)}, "split_pingpong": True},
     "split176_pp": {"split_tiles": {64: (128, 128), 128: (128, 176)}, "split_pingpong": True},

@@ -132,9 +132,6 @@ def config_for(
     if rescale_threshold is not None and not (isinstance(rescale_threshold, (int, float)) and 0 <= rescale_threshold <= 16):
         raise ValueError(f"rescale_threshold must be None or a number of log2 units in [0, 16] (or a mapping like tiles), not {k.rescale_threshold!r}")
     rescale_threshold = None if rescale_threshold is None else float(rescale_threshold)
-    register_usage = k.at("ptxas_register_usage", head_dim, masked)
-    if register_usage is not None and not (isinstance(register_usage, int) and not isinstance(register_usage, bool) and 0 <= register_usage <= 10):
-        raise ValueError(f"ptxas_register_usage must be None or ptxas's --register-usage-level, an int in [0, 10] (or a mapping like tiles), not {k.ptxas_register_usage!r}")
     cluster = k.at("cluster", head_dim, masked)
     if cluster not in (1, 2):
         raise ValueError(f"cluster must be 1 or 2 (or a mapping of them like tiles), not {k.cluster!r}")
@@ -181,7 +178,6 @@ def config_for(
         tail_split=tail_split,
         o_direct=o_direct,
         inf_guard_unmasked=bool(k.at("unmasked_inf_guard", head_dim, masked)),
-        ptxas_register_usage=register_usage,
     )
 
 
@@ -297,7 +293,7 @@ def _compile(dtype: str, head_dim: int, has_left: bool, has_right: bool, has_sin
     dt = DTYPES[dtype]
     kernel = _FmhaSm90(dt, head_dim, has_left, has_right, has_sink, nvfp4_out, config)
     with cute_lowering.prelowering(cute_lowering.auto_pipeline(arch)):
-        return cute.compile(kernel, *fake_arguments(dt), options=f"--gpu-arch {arch} {config.ptxas_options} {options}".strip())
+        return cute.compile(kernel, *fake_arguments(dt), options=f"--gpu-arch {arch} {options}".strip())
 
 
 def choose_splits(

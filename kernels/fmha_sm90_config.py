@@ -43,15 +43,8 @@ class Config:
     tail_split: bool | str = False  # tail_split: False, or how the pieces and the combine launch ("plain", "start", "last_load")
     o_direct: bool = False  # O from registers to global memory, no O buffer (the wide-key build: no room for one)
     inf_guard_unmasked: bool = True  # unmasked_inf_guard: the -inf row-max guard also in unmasked blocks
-    ptxas_register_usage: int | None = None  # ptxas_register_usage: ptxas's --register-usage-level; None: its default
 
     @property
     def tile(self) -> tuple[int, int]:
         """(BLOCK_M, BLOCK_N): the query rows and keys of a tile."""
         return self.block_m, self.block_n
-
-    @property
-    def ptxas_options(self) -> str:
-        """cute.compile options this build adds for ptxas ("" when it takes ptxas's defaults)."""
-        level = self.ptxas_register_usage
-        return "" if level is None else f"--ptxas-options '--register-usage-level={level}'"

@@ -141,12 +141,6 @@ class Knobs:
     # stale reference a row's largest P is no longer exactly 1 and rounds in bf16 like the others,
     # and the error against float64 then exceeds FA3's and FA4's (the bound this kernel keeps). Off.
     rescale_threshold: ByShape[float | None] = None
-    # ptxas's `--register-usage-level` (0..10; None: ptxas's own default, 5) for the build: how
-    # freely ptxas trades registers for schedule. It is the one ptxas option found to move where
-    # ptxas puts the key loop's P V wait (session 28, SASS of the D=128 build without a mask: at 0-3
-    # the first loop runs 18 of 66 exp2s before the wait against 4, in 516 instructions against
-    # 479; 4-10 give the default's schedule; the causal hot loop keeps 0 at every level).
-    ptxas_register_usage: ByShape[int | None] = None
     # the row maximum's -inf guard (a row with nothing yet subtracts 0, not -inf) in the softmax of
     # a block that no mask touches; False: there the maximum is taken as finite, as FA3's unmasked
     # steps do (Check_inf only with a mask). The same bits for finite inputs: every score of such a

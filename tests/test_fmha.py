@@ -990,26 +990,6 @@ def test_gpu_unmasked_inf_guard_keeps_the_bits(d):
         _knob_keeps_the_bits(torch, "unmasked_inf_guard", case, d, case[1] + d, 1, "guard")
 
 
-def test_ptxas_register_usage_reaches_ptxas(tmp_path):
-    """PTXAS_REGISTER_USAGE is ptxas's `--register-usage-level`: the build's PTX is the default's
-    byte for byte and its cubin is not (level 0 schedules D=128 without a mask otherwise); a value
-    ptxas does not take is refused before anything is compiled."""
-    sm90 = _fmha().fmha_sm90
-    built = {}
-    for level in (None, 0):
-        config = sm90.config_for(128, False, False, knobs=_knobs(ptxas_register_usage=level))
-        assert config.ptxas_register_usage == level
-        dump = tmp_path / str(level)
-        dump.mkdir()
-        compiled = sm90._compile.__wrapped__("bfloat16", 128, False, False, False, "sm_90a", f"--keep-ptx --keep-cubin --dump-dir {dump}", False, config)
-        built[level] = (compiled.__ptx__, compiled.__cubin__)
-    assert "wgmma.mma_async" in built[None][0] and built[0][0] == built[None][0]
-    assert built[0][1] != built[None][1]
-    for bad in (11, -1, True, 2.0, "0"):
-        with pytest.raises(ValueError, match="ptxas_register_usage must be None or ptxas's --register-usage-level"):
-            sm90.config_for(128, False, False, knobs=_knobs(ptxas_register_usage=bad))
-
-
 def test_wgmma_cluster_compiles(tmp_path):
     """CLUSTER = 2 (K/V shared by two CTAs, FA3's ClusterM): the host function holds two kernels,
     the cluster build (K and V by multicast TMA, each CTA's consumers also releasing the other
